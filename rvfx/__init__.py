@@ -1,0 +1,9 @@
+"""rvfx: reproduce "Deep Exploration via Randomized Value Functions" (Osband et al., JMLR 2019)."""
+import os
+
+# Results must not depend on the BLAS thread count: pin it before NumPy loads
+# (also inherited by worker processes).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+__version__ = "0.1.0"

@@ -1,0 +1,17 @@
+"""Agent registry: name -> (factory(params, env, rng), parameter dataclass)."""
+from rvfx.agents.psrl import PSRL, PSRLParams
+from rvfx.agents.rlsvi_tabular import RLSVIParams, TabularRLSVI
+from rvfx.agents.ucrl2 import UCRL2, UCRL2Params
+
+AGENTS = {
+    "lsvi": (lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "none"), RLSVIParams),
+    "grlsvi": (lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "gaussian"), RLSVIParams),
+    "brlsvi": (lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "bootstrap"), RLSVIParams),
+    "psrl": (lambda p, env, rng: PSRL(env.shape, rng, p), PSRLParams),
+    "ucrl2": (lambda p, env, rng: UCRL2(env.shape, rng, p), UCRL2Params),
+}
+
+
+def make_agent(name: str, params, env, rng):
+    factory, _ = AGENTS[name]
+    return factory(params, env, rng)

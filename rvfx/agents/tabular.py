@@ -1,0 +1,67 @@
+"""Layered tabular statistics and action selection shared by the tabular agents.
+
+A time-inhomogeneous MDP with H layers of S states and A actions (deep sea: the
+row is the layer). Agents keep counts, reward sums and next-state counts, so an
+episode's cost does not grow with the history.
+"""
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Literal
+
+import numpy as np
+
+ActRule = Literal["greedy", "epsilon_greedy", "boltzmann"]
+
+
+def act_fields():
+    """Dataclass fields for the action rule (`act_greedy`, `act_epsilon_greedy`, `act_boltzmann`)."""
+    return {
+        "act": field(default="greedy", metadata={"doc": "greedy | epsilon_greedy | boltzmann (dithering)"}),
+        "epsilon": field(default=0.1, metadata={"min": 0.0, "max": 1.0, "doc": "epsilon of epsilon-greedy"}),
+        "temperature": field(default=0.1, metadata={"gt": 0.0, "doc": "Boltzmann temperature"}),
+    }
+
+
+def greedy_policy(q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """argmax over the last axis with ties broken uniformly at random (eq. 4.1)."""
+    is_max = q == q.max(axis=-1, keepdims=True)
+    return np.where(is_max, rng.random(q.shape), -1.0).argmax(axis=-1)
+
+
+class TabularAgent:
+    """Sufficient statistics of a layered tabular MDP plus act over the current Q table."""
+
+    def __init__(self, shape, rng: np.random.Generator, act: ActRule = "greedy",
+                 epsilon: float = 0.1, temperature: float = 0.1):
+        self.H, self.S, self.A = shape
+        self.rng = rng
+        self.act_rule, self.epsilon, self.temperature = act, epsilon, temperature
+        self.count = np.zeros(shape)
+        self.reward_sum = np.zeros(shape)
+        self.next_count = np.zeros(shape + (self.S,))
+        self.steps = 0
+        self.set_q(np.zeros(shape))
+
+    def set_q(self, q: np.ndarray) -> None:
+        """Install the value estimate that `act` follows this episode."""
+        self.q = q
+        self._policy = greedy_policy(q, self.rng).tolist()
+
+    def act(self, state) -> int:
+        h, s = state
+        if self.act_rule == "epsilon_greedy" and self.rng.random() < self.epsilon:
+            return int(self.rng.integers(self.A))
+        if self.act_rule == "boltzmann":
+            logits = self.q[h, s] / self.temperature
+            p = np.exp(logits - logits.max())
+            return int(self.rng.choice(self.A, p=p / p.sum()))
+        return self._policy[h][s]
+
+    def update_buffer(self, transition) -> None:
+        (h, s), a = transition.old_state, transition.action
+        self.count[h, s, a] += 1
+        self.reward_sum[h, s, a] += transition.reward
+        if transition.new_state is not None:
+            self.next_count[h, s, a, transition.new_state[1]] += 1
+        self.steps += 1
