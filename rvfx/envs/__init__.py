@@ -1,11 +1,9 @@
 """Environment registry: name -> (class, parameter dataclass)."""
+from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 
 ENVS = {
     "deep_sea": (DeepSea, DeepSeaParams),
+    "cartpole_swingup": (CartpoleSwingUp, CartpoleSwingUpParams),
 }
 
-
-def make_env(name: str, params, rng):
-    cls, _ = ENVS[name]
-    return cls(params, rng)

@@ -1,0 +1,36 @@
+# rvfx: `make reproduce` runs every spec at SCALE and draws every figure; `make test` runs the tests.
+SCALE ?= ci
+JOBS ?= 2
+OUT ?= results
+FIGS ?= figures
+PYTHON ?= python3
+VENV := .venv
+RVFX := $(VENV)/bin/rvfx
+SPECS := $(sort $(wildcard configs/*.yaml))
+
+.PHONY: install reproduce run plot test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	@set -e; for spec in $(SPECS); do $(RVFX) run $$spec --scale $(SCALE) --jobs $(JOBS) --out $(OUT); done
+
+plot: install
+	$(RVFX) plot --results $(OUT) --out $(FIGS)
+
+reproduce: run plot
+
+test: install
+	$(VENV)/bin/pytest -q
+
+bench: install
+	$(VENV)/bin/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(OUT)/*/ $(FIGS)/*.png $(FIGS)/*.pdf $(FIGS)/*.csv $(FIGS)/*.md

@@ -1,0 +1,179 @@
+"""Linear `learn_lsvi`, `learn_grlsvi` and `learn_brlsvi` on deep sea (Algorithms 3-4, Section 7.1.2).
+
+Q_h(s, a) = phi[h, s, a] . theta_h with M features per row, each nonzero on one
+row only, so the D = N*M regression of Algorithm 4 splits into one M x M system
+per row, solved backwards from the last row (eq. 5.4):
+
+    theta_h = (X_h^T X_h / v + I / lambda)^-1 (X_h^T (y_h + z_h) / v + theta_hat_h / lambda),
+    y_t = r_t + max_a Q_{h+1}(s'_t, a).
+
+Sufficient statistics per row: the Gram matrix X_h^T X_h, X_h^T r, and
+F_h = sum_t phi_t e(s'_t)^T, so X_h^T y = X_h^T r + F_h V_{h+1} needs counts of next
+states, not the replayed transitions. The Gaussian data term X_h^T z ~ N(0, v X_h^T X_h)
+is drawn exactly: features depend on the (s, a) pair only, so
+X_h^T X_h = Phi_h^T diag(n_h) Phi_h and Phi_h^T (sqrt(v n_h) * w), w ~ N(0, I_{2N}), has
+that law whatever the rank of the Gram matrix. An episode therefore costs
+O(N (M^3 + N M)) for `none`/`gaussian`, whatever the history; the bootstrap
+(eq. 5.6) resamples every stored transition and costs O(history) by nature.
+
+With one-hot features (`basis="one_hot"`) every quantity and every random draw,
+in the same order, coincides with `TabularRLSVI`: same seed, same Q table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from rvfx.agents.tabular import ActRule, TabularAgent, act_fields
+from rvfx.envs.features import coherent_basis, misspecify, one_hot_basis
+from rvfx.params import Expr, evaluate
+
+Perturbation = Literal["none", "gaussian", "bootstrap"]
+
+
+@dataclass(frozen=True)
+class LinearRLSVIParams:
+    v: Expr = field(default=0.01, metadata={"names": ("H", "M"),
+                                            "doc": "noise variance v (paper, Sec. 7.1.2: 0.01)"})
+    lam: Expr = field(default=100.0, metadata={"names": ("H", "M", "v"),
+                                               "doc": "prior variance lambda (paper, Sec. 7.1.2: 100)"})
+    prior_mean: Expr = field(default=0.0, metadata={"names": ("H", "M"),
+                                                     "doc": "prior mean theta-bar, every component (paper: 0)"})
+    M: int = field(default=10, metadata={"min": 1, "doc": "features per row (ignored for one_hot: 2N)"})
+    basis: Literal["random_unit", "orthonormal", "one_hot"] = field(
+        default="random_unit",
+        metadata={"doc": "coherent basis reading: random unit vectors (default) or orthonormal; "
+                         "one_hot = tabular"})
+    psi: float = field(default=0.0, metadata={"min": 0.0,
+                                              "doc": "misspecification: variance of eta_d added to phi_d (Sec. 7.1.3)"})
+    act: ActRule = act_fields()["act"]
+    epsilon: float = act_fields()["epsilon"]
+    temperature: float = act_fields()["temperature"]
+
+
+def deep_sea_features(env, params: LinearRLSVIParams, rng: np.random.Generator) -> np.ndarray:
+    """Feature tensor (N, N, 2, M) for `params`: coherent or one-hot basis, then phi + eta if psi > 0."""
+    if params.basis == "one_hot":
+        phi = one_hot_basis(env)
+    else:
+        phi = coherent_basis(env, params.M, rng, params.basis)
+    return misspecify(phi, params.psi, rng) if params.psi > 0 else phi
+
+
+def backward_solve(phi_rows: np.ndarray, gram: np.ndarray, targets: np.ndarray, next_sum: np.ndarray,
+                   prior: np.ndarray, v: float, lam: float, num_actions: int):
+    """The H regressions of Algorithm 3/4, one M x M system per row, last row first (eq. 5.4).
+
+    phi_rows (H, S*A, M); gram (H, M, M) = X_h^T X_h; targets (H, M) = X_h^T (r + z);
+    next_sum (H, M, S) = sum phi_t e(s'_t)^T; prior (H, M) = theta_hat. Returns theta
+    (H, M) and Q (H, S*A).
+    """
+    H, SA, M = phi_rows.shape
+    ridge = np.eye(M) / lam
+    theta = np.empty((H, M))
+    q = np.empty((H, SA))
+    v_next = np.zeros(next_sum.shape[2])
+    for h in range(H - 1, -1, -1):
+        rhs = (targets[h] + next_sum[h] @ v_next) / v + prior[h] / lam
+        theta[h] = np.linalg.solve(gram[h] / v + ridge, rhs)   # per row: no (H, M, M) temporaries
+        q[h] = phi_rows[h] @ theta[h]
+        v_next = q[h].reshape(-1, num_actions).max(axis=1)
+    return theta, q
+
+
+class LinearRLSVI:
+    """LSVI (`perturbation="none"`), `learn_grlsvi` (`"gaussian"`) or `learn_brlsvi` (`"bootstrap"`)
+    with a linear value function on deep sea; interface of `TabularAgent`, states (h, s)."""
+
+    # The tabular agents' action rule: greedy (eq. 4.1), epsilon-greedy or Boltzmann (eq. 4.2).
+    act = TabularAgent.act
+    set_q = TabularAgent.set_q
+
+    def __init__(self, env, rng: np.random.Generator, params: LinearRLSVIParams,
+                 perturbation: Perturbation, features: np.ndarray | None = None):
+        if perturbation not in ("none", "gaussian", "bootstrap"):
+            raise ValueError(f"perturbation must be none, gaussian or bootstrap, got {perturbation!r}")
+        self.H, self.S, self.A = env.shape
+        self.rng = rng
+        self.params = params
+        self.act_rule, self.epsilon, self.temperature = params.act, params.epsilon, params.temperature
+        self.perturbation = perturbation
+        phi = deep_sea_features(env, params, rng) if features is None else np.asarray(features, float)
+        if phi.shape[:3] != (self.H, self.S, self.A):
+            raise ValueError(f"features must have shape {(self.H, self.S, self.A)} + (M,), got {phi.shape}")
+        self.phi = phi
+        self.M = M = phi.shape[3]
+        self._phi_rows = phi.reshape(self.H, self.S * self.A, M)
+        names = {"H": self.H, "M": M}
+        self.v = evaluate(params.v, names)
+        self.lam = evaluate(params.lam, {**names, "v": self.v})
+        self.prior_mean = evaluate(params.prior_mean, names)
+        if not (self.v > 0 and self.lam > 0):
+            raise ValueError(f"v and lam must be > 0, got v={self.v}, lam={self.lam}")
+        # Sufficient statistics, per row h.
+        self.gram = np.zeros((self.H, M, M))              # X_h^T X_h
+        self.target_sum = np.zeros((self.H, M))           # X_h^T r
+        self.next_sum = np.zeros((self.H, M, self.S))     # sum_t phi_t e(s'_t)^T
+        self.count = np.zeros((self.H, self.S, self.A))   # n_h(s, a): square root of the Gram
+        self.steps = 0
+        if perturbation == "bootstrap":                   # resampling needs every transition
+            self._data = np.empty((1024, 3))              # flat (h,s,a) index, reward, next flat index
+            self._n = 0
+        self.theta = np.zeros((self.H, M))
+        self.set_q(np.zeros((self.H, self.S, self.A)))
+
+    def update_buffer(self, transition) -> None:
+        """Fold one transition into the row statistics: O(M^2), independent of the history."""
+        (h, s), a = transition.old_state, transition.action
+        r = transition.reward
+        x = self._phi_rows[h, s * self.A + a]
+        self.gram[h] += np.outer(x, x)
+        self.target_sum[h] += r * x
+        if transition.new_state is not None:
+            self.next_sum[h, :, transition.new_state[1]] += x
+        self.count[h, s, a] += 1.0
+        self.steps += 1
+        if self.perturbation == "bootstrap":
+            atom = (h * self.S + s) * self.A + a
+            nxt = -1 if transition.new_state is None else atom * self.S + transition.new_state[1]
+            if self._n == len(self._data):
+                self._data = np.concatenate([self._data, np.empty_like(self._data)])
+            self._data[self._n] = (atom, r, nxt)
+            self._n += 1
+
+    def _bootstrap_statistics(self):
+        """Statistics of a with-replacement resample of all stored transitions (eq. 5.6), vectorized."""
+        n = self._n
+        data = self._data[:n]
+        w = np.bincount(self.rng.integers(0, n, n), minlength=n).astype(float) if n else np.zeros(0)
+        size = self.H * self.S * self.A
+        idx = data[:, 0].astype(np.int64)
+        count = np.bincount(idx, weights=w, minlength=size).reshape(self.H, self.S * self.A)
+        reward_sum = np.bincount(idx, weights=w * data[:, 1], minlength=size).reshape(count.shape)
+        has = data[:, 2] >= 0
+        next_count = np.bincount(data[has, 2].astype(np.int64), weights=w[has],
+                                 minlength=size * self.S).reshape(self.H, self.S * self.A, self.S)
+        phi_t = self._phi_rows.transpose(0, 2, 1)                     # (H, M, S*A)
+        gram = (phi_t * count[:, None, :]) @ self._phi_rows
+        targets = (reward_sum[:, None, :] @ self._phi_rows)[:, 0]
+        return gram, targets, phi_t @ next_count
+
+    def learn_from_buffer(self) -> None:
+        """`learn_lsvi` / `learn_grlsvi` / `learn_brlsvi` (Algorithms 3-4, eqs. 5.4-5.6)."""
+        if self.perturbation == "bootstrap":
+            gram, targets, next_sum = self._bootstrap_statistics()
+        else:
+            gram, targets, next_sum = self.gram, self.target_sum.copy(), self.next_sum
+        shape = (self.H, self.M)
+        if self.perturbation == "none":
+            prior = np.full(shape, self.prior_mean)                              # prior.mean()
+        else:
+            prior = self.prior_mean + np.sqrt(self.lam) * self.rng.standard_normal(shape)  # prior.sample()
+        if self.perturbation == "gaussian":                                      # X^T z ~ N(0, v X^T X)
+            root = np.sqrt(self.v * self.count) * self.rng.standard_normal(self.count.shape)
+            targets += (root.reshape(self.H, 1, -1) @ self._phi_rows)[:, 0]
+        self.theta, q = backward_solve(self._phi_rows, gram, targets, next_sum, prior,
+                                       self.v, self.lam, self.A)
+        self.set_q(q.reshape(self.H, self.S, self.A))

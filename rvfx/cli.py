@@ -1,0 +1,123 @@
+"""The `rvfx` command line: click commands only, the work lives in the modules they call."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from rvfx.params import SpecError
+
+
+def _load(spec_path, scale, sets):
+    from rvfx.spec import load_spec
+    try:
+        return load_spec(spec_path, scale, tuple(sets))
+    except SpecError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(2)
+
+
+@click.group()
+def main():
+    """Deep exploration via randomized value functions: run specs, draw the paper's figures."""
+
+
+@main.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--scale", type=click.Choice(["ci", "paper"]), default="ci", show_default=True)
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="worker processes; 1 runs in this process")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a spec key, e.g. seeds=3")
+@click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True)
+@click.option("--dry-run", is_flag=True, help="print how many runs there are, are done, and remain")
+def run(spec, scale, jobs, sets, out, dry_run):
+    """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV."""
+    from rvfx import results
+    from rvfx.runner import run_sweep
+    from rvfx.spec import resolved_yaml
+    exp = _load(spec, scale, sets)
+    done = sum(results.is_done(out, r) for r in exp.runs)
+    click.echo(f"{exp.name} [{scale}]: {len(exp.runs)} runs, {done} done, {len(exp.runs) - done} to run"
+               f" -> {Path(out) / exp.name}")
+    if dry_run:
+        return
+    outcomes = run_sweep(exp.runs, out, jobs=jobs)
+    results.collect(out, exp.runs, resolved_yaml(exp))
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        click.echo(f"{len(failed)} run(s) failed (the others were kept):", err=True)
+        for o in failed:
+            click.echo(f"  {o.run_id}: {o.message}", err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--scale", type=click.Choice(["ci", "paper"]), default="ci", show_default=True)
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
+def validate(spec, scale, sets):
+    """Check SPEC without running anything."""
+    exp = _load(spec, scale, sets)
+    click.echo(f"{spec}: ok ({exp.name}, {len(exp.runs)} runs at scale {scale})")
+
+
+@main.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--scale", type=click.Choice(["ci", "paper"]), default="ci", show_default=True)
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
+@click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True)
+def collect(spec, scale, sets, out):
+    """Concatenate SPEC's finished shards into episodes.csv / runs.csv."""
+    from rvfx import results
+    from rvfx.spec import resolved_yaml
+    exp = _load(spec, scale, sets)
+    for name, path in results.collect(out, exp.runs, resolved_yaml(exp)).items():
+        click.echo(f"{name}: {path}")
+
+
+@main.command()
+@click.argument("figures", nargs=-1)
+@click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), default="figures", show_default=True)
+def plot(figures, results_dir, out):
+    """Draw FIGURES (default: every figure whose results exist) from CSV alone."""
+    from rvfx.figures import FIGURES
+    from rvfx.params import did_you_mean
+    for f in figures:
+        if f not in FIGURES:
+            click.echo(f"error: unknown figure {f!r}{did_you_mean(f, FIGURES)}", err=True)
+            sys.exit(2)
+    missing = []
+    for fig_id in figures or FIGURES:
+        fig = FIGURES[fig_id]
+        try:
+            paths = fig.draw(Path(results_dir), Path(out))
+        except FileNotFoundError as err:
+            missing.append(fig_id)
+            click.echo(f"skipped {fig_id}: {err}", err=True)
+            continue
+        click.echo(f"{fig_id}: " + ", ".join(str(p) for p in paths))
+    if missing and figures:
+        sys.exit(1)
+
+
+@main.command("list")
+def list_():
+    """Show experiments (configs/), figures, agents and environments with their parameters."""
+    from rvfx.agents import AGENTS
+    from rvfx.envs import ENVS
+    from rvfx.figures import FIGURES
+    from rvfx.params import describe
+    click.echo("experiments (configs/*.yaml):")
+    for p in sorted(Path("configs").glob("*.yaml")):
+        click.echo(f"  {p.stem}")
+    click.echo("figures:")
+    for f in FIGURES.values():
+        click.echo(f"  {f.id:28s} from {', '.join(f.experiments)}: {f.caption}")
+    for title, registry in (("agents", AGENTS), ("environments", ENVS)):
+        click.echo(f"{title}:")
+        for name, (_, params_cls) in registry.items():
+            click.echo(f"  {name}")
+            for pname, tname, default, doc in describe(params_cls):
+                click.echo(f"      {pname} ({tname}, default {default!r}): {doc}")

@@ -1,0 +1,208 @@
+"""Cartpole swing-up (Section 7.2.2): a continuous-state task where only deep exploration finds reward.
+
+Dynamics are eq. 7.2 (label eq:cp_dynamics) integrated with explicit Euler, Δt = 0.01.
+One arithmetic function, `euler_step`, holds the formula; it runs on Python floats
+(the single env, for speed) and on NumPy arrays (`CartpoleSwingUpBatch`, B carts at once).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from rvfx.live import Transition
+
+TWO_PI = 2.0 * math.pi
+
+
+@dataclass(frozen=True)
+class CartpoleSwingUpParams:
+    mass_cart: float = field(default=1.0, metadata={"gt": 0.0, "doc": "M, cart mass"})
+    mass_pole: float = field(default=0.1, metadata={"gt": 0.0, "doc": "m, pole mass"})
+    length: float = field(default=1.0, metadata={"gt": 0.0, "doc": "l, pole length; eq. 7.2 uses l/2"})
+    gravity: float = field(default=9.8, metadata={"min": 0.0, "doc": "g"})
+    dt: float = field(default=0.01, metadata={"gt": 0.0, "doc": "Euler time step Δt"})
+    force: float = field(default=10.0, metadata={"min": 0.0, "doc": "actions 0, 1, 2 apply -F, 0, +F"})
+    action_cost: float = field(default=0.001, metadata={"min": 0.0, "doc": "cost per step per unit |F| (paper: |F|/1000)"})
+    max_time: float = field(default=10.0, metadata={"gt": 0.0, "doc": "episode ends once t > max_time"})
+    rail: float = field(default=5.0, metadata={"gt": 0.0, "doc": "rigid rail ends at x = ±rail"})
+    init_noise: float = field(default=0.05, metadata={"min": 0.0, "doc": "s_0 = (π,0,0,0) + U(±init_noise) per component"})
+    upright_cos: float = field(default=0.95, metadata={"min": -1.0, "max": 1.0, "doc": "reward needs cos θ > this"})
+    steady_bound: float = field(default=1.0, metadata={"min": 0.0, "doc": "reward needs |θ̇|, |x|, |ẋ| <= this"})
+    tau_pole_mass: bool = field(default=True, metadata={
+        "doc": "τ = (F + m(l/2)θ̇² sin θ)/(m+M) (physical, bsuite); False: eq. 7.2 as printed, without m"})
+    wrap_theta: bool = field(default=True, metadata={"doc": "keep θ in [0, 2π) (bsuite); False: unbounded"})
+
+
+def physics_constants(p: CartpoleSwingUpParams) -> tuple:
+    """Constants of `euler_step`: (l/2, m+M, θ̇²-term coefficient of τ, m l/2, g, m/(m+M), Δt)."""
+    half = 0.5 * p.length
+    total = p.mass_cart + p.mass_pole
+    ml = p.mass_pole * half
+    return (half, total, ml if p.tau_pole_mass else half, ml, p.gravity, p.mass_pole / total, p.dt)
+
+
+def euler_step(theta, theta_dot, x, x_dot, force, sin, cos, c):
+    """One explicit Euler step of eq. 7.2 for floats or arrays (no rails, no wrapping).
+
+    `sin`, `cos` are of `theta`, passed in so callers pick math or NumPy; `c` is
+    `physics_constants(params)`. Positions advance with the old velocities.
+    """
+    half, total, k_tau, ml, g, m_frac, dt = c
+    tau = (force + k_tau * theta_dot * theta_dot * sin) / total
+    theta_acc = (g * sin - cos * tau) / (half * (4.0 / 3.0 - m_frac * cos * cos))
+    x_acc = tau - ml * theta_acc * cos / total
+    return theta + dt * theta_dot, theta_dot + dt * theta_acc, x + dt * x_dot, x_dot + dt * x_acc
+
+
+def upright(cos_theta, theta_dot, x, x_dot, p: CartpoleSwingUpParams):
+    """The +1 event: cos θ > 0.95 and |θ̇|, |x|, |ẋ| <= 1 (footnote of §7.2.2); floats or arrays."""
+    b = p.steady_bound
+    return (cos_theta > p.upright_cos) & (abs(theta_dot) <= b) & (abs(x) <= b) & (abs(x_dot) <= b)
+
+
+def last_time_index(p: CartpoleSwingUpParams) -> int:
+    """Largest k with k Δt <= max_time, from integers so float round-off cannot add or drop a step."""
+    ratio = p.max_time / p.dt
+    k = round(ratio)
+    return k if abs(ratio - k) <= 1e-9 * max(1.0, ratio) else math.floor(ratio)
+
+
+class CartpoleSwingUp:
+    """Single cartpole; observation (θ, θ̇, x, ẋ, t) as a float64 array, θ = 0 upright.
+
+    Each step applies force F ∈ {-10, 0, 10} (action 0, 1, 2), integrates eq. 7.2 for Δt,
+    then pays |F|/1000 and gains +1 if the new state is upright and steady. The rails
+    are perfectly inelastic: at x = ±5 the cart is held there and its outward velocity
+    zeroed (the rail can push, not pull; the pole keeps its θ̇). The episode has
+    `horizon` = last_time_index + 1 steps: the step reaching t > max_time returns
+    new_state None. No reward noise, so `expected_return` is the episode's return.
+    """
+
+    num_actions = 3
+    observation_size = 5
+
+    def __init__(self, params: CartpoleSwingUpParams, rng: np.random.Generator):
+        self.params = p = params
+        self.rng = rng
+        self.optimal_return = None
+        self.expected_return = 0.0
+        self._c = physics_constants(p)
+        self._forces = (-p.force, 0.0, p.force)
+        self._costs = tuple(p.action_cost * abs(f) for f in self._forces)
+        self._last_k = last_time_index(p)
+        self.horizon = self._last_k + 1
+        self._state = (math.pi, 0.0, 0.0, 0.0)
+        self._k = 0
+        self._obs = None
+
+    @property
+    def state(self) -> tuple[float, float, float, float]:
+        """(θ, θ̇, x, ẋ) now."""
+        return self._state
+
+    def set_state(self, theta: float, theta_dot: float, x: float, x_dot: float, k: int | None = None) -> np.ndarray:
+        """Put the cart in a given state (tests, probes); returns the observation."""
+        self._state = (float(theta), float(theta_dot), float(x), float(x_dot))
+        if k is not None:
+            self._k = int(k)
+        self._obs = np.array(self._state + (self._k * self.params.dt,))
+        return self._obs
+
+    def reset(self) -> Transition:
+        p = self.params
+        w = self.rng.uniform(-p.init_noise, p.init_noise, size=4)
+        self._k = 0
+        self.expected_return = 0.0
+        self.set_state(math.pi + w[0], w[1], w[2], w[3])
+        return Transition(None, None, 0.0, self._obs, 0)
+
+    def step(self, action: int) -> Transition:
+        p = self.params
+        theta, theta_dot, x, x_dot = self._state
+        theta, theta_dot, x, x_dot = euler_step(theta, theta_dot, x, x_dot, self._forces[action],
+                                                math.sin(theta), math.cos(theta), self._c)
+        rail = p.rail
+        if x >= rail:
+            x = rail
+            if x_dot > 0.0:
+                x_dot = 0.0
+        elif x <= -rail:
+            x = -rail
+            if x_dot < 0.0:
+                x_dot = 0.0
+        if p.wrap_theta:
+            theta %= TWO_PI
+        reward = -self._costs[action]
+        if upright(math.cos(theta), theta_dot, x, x_dot, p):
+            reward += 1.0
+        self.expected_return += reward
+        k = self._k
+        self._k = k + 1
+        self._state = (theta, theta_dot, x, x_dot)
+        old = self._obs
+        self._obs = None if k + 1 > self._last_k else np.array((theta, theta_dot, x, x_dot, (k + 1) * p.dt))
+        return Transition(old, action, reward, self._obs, k)
+
+
+class CartpoleSwingUpBatch:
+    """B independent cartpoles stepped together with arrays; cart i matches CartpoleSwingUp(params, rngs[i]).
+
+    All carts share the clock, so their episodes start and end together (several
+    seeds' episodes in lock step). `step` returns (observations (B, 5), rewards (B,), done).
+    """
+
+    num_actions = 3
+    observation_size = 5
+
+    def __init__(self, params: CartpoleSwingUpParams, rngs: Sequence[np.random.Generator]):
+        self.params = p = params
+        self.rngs = list(rngs)
+        self.batch = len(self.rngs)
+        self.optimal_return = None
+        self.expected_return = np.zeros(self.batch)
+        self._c = physics_constants(p)
+        self._forces = np.array([-p.force, 0.0, p.force])
+        self._costs = p.action_cost * np.abs(self._forces)
+        self._last_k = last_time_index(p)
+        self.horizon = self._last_k + 1
+        self.state = np.zeros((4, self.batch))  # rows θ, θ̇, x, ẋ
+        self.state[0] = math.pi
+        self._k = 0
+
+    def observation(self) -> np.ndarray:
+        """(B, 5) array of (θ, θ̇, x, ẋ, t)."""
+        obs = np.empty((self.batch, 5))
+        obs[:, :4] = self.state.T
+        obs[:, 4] = self._k * self.params.dt
+        return obs
+
+    def reset(self) -> np.ndarray:
+        p = self.params
+        w = np.array([r.uniform(-p.init_noise, p.init_noise, size=4) for r in self.rngs]).T
+        self.state = w + np.array([[math.pi], [0.0], [0.0], [0.0]])
+        self._k = 0
+        self.expected_return = np.zeros(self.batch)
+        return self.observation()
+
+    def step(self, actions) -> tuple[np.ndarray, np.ndarray, bool]:
+        p = self.params
+        actions = np.asarray(actions)
+        theta, theta_dot, x, x_dot = self.state
+        theta, theta_dot, x, x_dot = euler_step(theta, theta_dot, x, x_dot, self._forces[actions],
+                                                np.sin(theta), np.cos(theta), self._c)
+        rail = p.rail
+        hi, lo = x >= rail, x <= -rail
+        np.minimum(x_dot, 0.0, out=x_dot, where=hi)  # same rail rule as the scalar step
+        np.maximum(x_dot, 0.0, out=x_dot, where=lo)
+        x = np.minimum(np.maximum(x, -rail), rail)
+        if p.wrap_theta:
+            theta = theta % TWO_PI
+        reward = upright(np.cos(theta), theta_dot, x, x_dot, p) - self._costs[actions]
+        self.expected_return += reward
+        state = self.state = np.empty((4, self.batch))
+        state[0], state[1], state[2], state[3] = theta, theta_dot, x, x_dot
+        self._k += 1
+        return self.observation(), reward, self._k > self._last_k

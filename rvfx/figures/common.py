@@ -1,0 +1,73 @@
+"""Shared plotting pieces: saving, mean +- s.e. bands, learning-time scaling panels."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from rvfx.stats import fit_loglog, mean_sem  # noqa: E402
+
+
+def save(fig, out: Path, name: str) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    for p in paths:
+        fig.savefig(p, bbox_inches="tight", dpi=150 if p.suffix == ".png" else None)
+    plt.close(fig)
+    return paths
+
+
+def write_table(df: pd.DataFrame, out: Path, name: str) -> list[Path]:
+    """The same small table as CSV and as Markdown (for the README)."""
+    out.mkdir(parents=True, exist_ok=True)
+    csv, md = out / f"{name}.csv", out / f"{name}.md"
+    df.to_csv(csv, index=False, lineterminator="\n")
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    md.write_text("\n".join(lines) + "\n")
+    return [csv, md]
+
+
+def band(ax, df: pd.DataFrame, x: str, y: str, label: str, color=None):
+    """Mean of `y` over seeds against `x`, with a +-1 s.e. band."""
+    s = mean_sem(df, [x], y).sort_values(x)
+    line, = ax.plot(s[x], s["mean"], label=label, color=color)
+    ax.fill_between(s[x], s["mean"] - s["sem"], s["mean"] + s["sem"], alpha=0.25, color=line.get_color())
+    return line
+
+
+def scaling_panel(ax, runs: pd.DataFrame, size_col: str, group_col: str, loglog: bool = True):
+    """Learning time vs size per group: one dot per run, censored runs as open triangles
+    at their cap, the median per size, and the fitted log-log slope with its 95% CI."""
+    fits = {}
+    for i, (name, g) in enumerate(runs.groupby(group_col, sort=False)):
+        color = f"C{i}"
+        lt = pd.to_numeric(g["learning_time"], errors="coerce").to_numpy(float)
+        sizes = g[size_col].to_numpy(float)
+        cens = np.isnan(lt)
+        jitter = 1 + 0.03 * (np.random.default_rng(i).random(len(sizes)) - 0.5)
+        ax.scatter(sizes[~cens] * jitter[~cens], lt[~cens], s=10, alpha=0.4, color=color)
+        if cens.any():
+            ax.scatter(sizes[cens] * jitter[cens], g["episodes_run"].to_numpy(float)[cens], marker="^",
+                       s=30, facecolors="none", edgecolors=color)
+        fit = fit_loglog(sizes, lt)
+        fits[name] = fit
+        med = g.assign(lt=lt).groupby(size_col)["lt"].apply(
+            lambda s: np.median(np.where(np.isnan(s), np.inf, s)))
+        med = med[np.isfinite(med)]
+        label = (f"{name}: slope {fit.slope:.2f} [{fit.lo:.2f}, {fit.hi:.2f}]"
+                 if np.isfinite(fit.slope) else f"{name}: too few uncensored sizes")
+        ax.plot(med.index, med.values, "-o", ms=3, color=color, label=label)
+    if loglog:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel(size_col)
+    ax.set_ylabel("learning time (episodes, eq. 7.1)")
+    ax.legend(fontsize=7, title="median; slope [95% bootstrap CI]", title_fontsize=7)
+    return fits

@@ -1,0 +1,224 @@
+"""YAML experiment spec -> validated ExperimentSpec -> list of RunSpec with stable ids.
+
+A spec is plain data (see configs/): the environment and its parameters, the
+agents and theirs, grid axes (`env.<param>` or `agent.<param>`, at the top or per
+agent), seeds, episodes, and per-scale overrides under `scales.ci` / `scales.paper`
+that are deep-merged over the rest.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from rvfx import yaml_lines
+from rvfx.agents import AGENTS
+from rvfx.envs import ENVS
+from rvfx.params import SpecError, build, did_you_mean
+
+SCALES = ("ci", "paper")
+TOP_KEYS = {"experiment", "description", "figures", "env", "agents", "grid", "seeds",
+            "episodes", "stop_at_learning", "log", "scales"}
+AGENT_KEYS = {"algorithm", "grid", "episodes", "seeds"}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: an agent on an environment instance with one seed."""
+    experiment: str
+    agent: str                  # the spec's label for the agent
+    algorithm: str
+    agent_params: dict
+    env: str
+    env_params: dict
+    seed: int
+    episodes: int
+    stop_at_learning: bool
+    log: str
+    swept: dict                 # dotted grid key -> value, for the identity columns
+
+    def identity(self) -> dict:
+        d = dataclasses.asdict(self)
+        d.pop("swept")
+        return d
+
+    @property
+    def run_id(self) -> str:
+        """Hash of the resolved run config: stable across machines, order and job count."""
+        return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class ExperimentSpec:
+    name: str
+    description: str
+    figures: list
+    scale: str
+    runs: list
+    resolved: dict              # the merged spec, for provenance
+
+
+def _deep_merge(base: dict, override: dict, lines: dict, prefix_from: str, prefix_to: str = "") -> dict:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        to = f"{prefix_to}.{key}" if prefix_to else key
+        frm = f"{prefix_from}.{key}"
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value, lines, frm, to)
+        else:
+            out[key] = copy.deepcopy(value)
+            for path in [p for p in lines if p == frm or p.startswith(frm + ".") or p.startswith(frm + "[")]:
+                lines[to + path[len(frm):]] = lines[path]
+    return out
+
+
+def _set_dotted(spec: dict, dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = spec
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise SpecError(dotted, "--set path goes through a non-mapping value", file="--set")
+    node[keys[-1]] = value
+
+
+def _expect(cond: bool, path: str, msg: str) -> None:
+    if not cond:
+        raise SpecError(path, msg)
+
+
+def _check_keys(d: dict, allowed, path: str) -> None:
+    for key in d:
+        if key not in allowed:
+            where = f"{path}.{key}" if path else key
+            raise SpecError(where, f"unknown key{did_you_mean(key, allowed)}; known: {', '.join(sorted(allowed))}")
+
+
+def _positive_int(d: dict, key: str, path: str) -> int:
+    v = d.get(key)
+    _expect(isinstance(v, int) and not isinstance(v, bool), path, f"expected an integer, got {v!r}")
+    _expect(v >= 1, path, f"must be >= 1, got {v}")
+    return v
+
+
+def _check_grid(grid, path: str, env_fields, agent_fields) -> dict:
+    _expect(isinstance(grid, dict), path, "expected a mapping of 'env.<param>' / 'agent.<param>' to lists")
+    for key, values in grid.items():
+        kp = f"{path}.{key}"
+        scope, _, name = key.partition(".")
+        _expect(scope in ("env", "agent"), kp, "grid keys look like 'env.size' or 'agent.v'")
+        fields = env_fields if scope == "env" else agent_fields
+        _expect(name in fields, kp, f"unknown {scope} parameter{did_you_mean(name, fields)}")
+        _expect(isinstance(values, list) and values, kp, "expected a non-empty list of values")
+        _expect(len({json.dumps(v) for v in values}) == len(values), kp, "repeated value in grid")
+    return grid
+
+
+def _validate_and_expand(spec: dict, scale: str) -> ExperimentSpec:
+    _expect(isinstance(spec, dict), "", "a spec is a mapping")
+    _check_keys(spec, TOP_KEYS, "")
+    for key in ("experiment", "env", "agents", "seeds", "episodes"):
+        _expect(key in spec, key, "missing required key")
+    name = spec["experiment"]
+    _expect(isinstance(name, str) and name.isidentifier(), "experiment", "expected a name like deepsea_tabular")
+    figures = spec.get("figures", [])
+    _expect(isinstance(figures, list) and all(isinstance(f, str) for f in figures), "figures",
+            "expected a list of figure ids")
+    from rvfx.figures import FIGURES
+    for i, fig in enumerate(figures):
+        _expect(fig in FIGURES, f"figures[{i}]", f"unknown figure{did_you_mean(fig, FIGURES)}")
+    seeds = _positive_int(spec, "seeds", "seeds")
+    episodes = _positive_int(spec, "episodes", "episodes")
+    stop = spec.get("stop_at_learning", False)
+    _expect(isinstance(stop, bool), "stop_at_learning", f"expected true or false, got {stop!r}")
+    log = spec.get("log", "log")
+    _expect(log in ("log", "all"), "log", f"expected 'log' or 'all', got {log!r}")
+
+    env = spec["env"]
+    _expect(isinstance(env, dict) and "name" in env, "env", "expected a mapping with a 'name'")
+    _expect(env["name"] in ENVS, "env.name", f"unknown environment{did_you_mean(str(env['name']), ENVS)}")
+    env_cls = ENVS[env["name"]][1]
+    env_raw = {k: v for k, v in env.items() if k != "name"}
+    build(env_cls, env_raw, "env")
+    env_fields = [f.name for f in dataclasses.fields(env_cls)]
+
+    agents = spec["agents"]
+    _expect(isinstance(agents, dict) and agents, "agents", "expected a mapping of agent label to settings")
+    top_grid = spec.get("grid", {})
+    runs = []
+    for label, agent in agents.items():
+        ap = f"agents.{label}"
+        _expect(isinstance(agent, dict) and "algorithm" in agent, ap, "expected a mapping with an 'algorithm'")
+        algo = agent["algorithm"]
+        _expect(algo in AGENTS, f"{ap}.algorithm", f"unknown algorithm{did_you_mean(str(algo), AGENTS)}")
+        params_cls = AGENTS[algo][1]
+        agent_fields = [f.name for f in dataclasses.fields(params_cls)]
+        agent_raw = {k: v for k, v in agent.items() if k not in AGENT_KEYS}
+        build(params_cls, agent_raw, ap)
+        grid = dict(_check_grid(top_grid, "grid", env_fields, agent_fields))
+        grid.update(_check_grid(agent.get("grid", {}), f"{ap}.grid", env_fields, agent_fields))
+        n_episodes = _positive_int(agent, "episodes", f"{ap}.episodes") if "episodes" in agent else episodes
+        n_seeds = _positive_int(agent, "seeds", f"{ap}.seeds") if "seeds" in agent else seeds
+        keys = list(grid)
+        for combo in itertools.product(*(grid[k] for k in keys)):
+            env_p, agent_p = dict(env_raw), dict(agent_raw)
+            for key, value in zip(keys, combo):
+                scope, _, pname = key.partition(".")
+                (env_p if scope == "env" else agent_p)[pname] = value
+            gp = "grid" if all(k in top_grid and k not in agent.get("grid", {}) for k in keys) else f"{ap}.grid"
+            env_obj = build(env_cls, env_p, gp)
+            agent_obj = build(params_cls, agent_p, gp)
+            for seed in range(n_seeds):
+                runs.append(RunSpec(name, label, algo, dataclasses.asdict(agent_obj), env["name"],
+                                    dataclasses.asdict(env_obj), seed, n_episodes, stop, log,
+                                    dict(zip(keys, combo))))
+    return ExperimentSpec(name, spec.get("description", ""), figures, scale, runs, spec)
+
+
+def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = ()) -> ExperimentSpec:
+    """Read, merge the scale's overrides and `--set key=value`s, validate and expand.
+
+    Every problem raises SpecError naming the file, the line and the key path.
+    """
+    data, lines = yaml_lines.load(path)
+    try:
+        _expect(isinstance(data, dict), "", "a spec is a mapping")
+        scales = data.get("scales", {})
+        _expect(isinstance(scales, dict), "scales", "expected a mapping with 'ci' and 'paper'")
+        _check_keys(scales, SCALES, "scales")
+        _expect(scale in SCALES, "", f"unknown scale {scale!r}; use one of {', '.join(SCALES)}")
+        for s in SCALES:
+            _expect(s in scales, "scales", f"missing the '{s}' scale")
+            _expect(isinstance(scales[s], dict), f"scales.{s}", "expected a mapping of overrides")
+        merged = {k: v for k, v in data.items() if k != "scales"}
+        merged = _deep_merge(merged, scales[scale], lines, f"scales.{scale}")
+        for item in sets:
+            key, eq, text = item.partition("=")
+            if not eq or not key:
+                raise SpecError(item, "--set takes dotted.key=value", file="--set")
+            _set_dotted(merged, key, yaml_lines.parse_value(text))
+            lines[key] = None
+        return _validate_and_expand(merged, scale)
+    except SpecError as err:
+        if err.file is None:
+            err.file = "--set" if err.path in lines and lines[err.path] is None else path
+            err.line = _line_of(err.path, lines)
+        raise
+
+
+def _line_of(path: str, lines: dict) -> int | None:
+    while path:
+        if lines.get(path):
+            return lines[path]
+        path = path.rsplit(".", 1)[0] if "." in path else ""
+    return None
+
+
+def resolved_yaml(exp: ExperimentSpec) -> str:
+    return yaml.safe_dump({"scale": exp.scale, **exp.resolved}, sort_keys=False)

@@ -1,0 +1,64 @@
+"""Summaries of learning times: per-size medians with censoring, and log-log slopes with a bootstrap CI.
+
+A run that never learns within its budget is censored at its cap (learning time
+> cap). Medians treat it as +inf, so a size's median is known while fewer than
+half its runs are censored; sizes whose median is censored are left out of the
+fit and reported, not dropped silently.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+def censored_median(times: np.ndarray) -> float:
+    """Median with NaN meaning censored (+inf); NaN if the median itself is censored."""
+    t = np.where(np.isnan(times), np.inf, times)
+    m = float(np.median(t))
+    return m if np.isfinite(m) else np.nan
+
+
+@dataclass
+class SlopeFit:
+    slope: float
+    lo: float
+    hi: float
+    intercept: float
+    sizes_used: list
+    sizes_censored: list
+
+
+def fit_loglog(sizes: np.ndarray, times: np.ndarray, n_boot: int = 2000, seed: int = 0,
+               level: float = 0.95) -> SlopeFit:
+    """Least-squares slope of log(median learning time) on log(size), with a bootstrap
+    percentile CI that resamples runs within each size."""
+    sizes = np.asarray(sizes, float)
+    times = np.asarray(times, float)
+    uniq = np.unique(sizes)
+    groups = [times[sizes == n] for n in uniq]
+    med = np.array([censored_median(g) for g in groups])
+    ok = ~np.isnan(med)
+    if ok.sum() < 2:
+        return SlopeFit(np.nan, np.nan, np.nan, np.nan, uniq[ok].tolist(), uniq[~ok].tolist())
+    x = np.log(uniq[ok])
+    slope, intercept = np.polyfit(x, np.log(med[ok]), 1)
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        m = np.array([censored_median(rng.choice(g, len(g))) for g, keep in zip(groups, ok) if keep])
+        if np.all(np.isfinite(m)):
+            boots.append(np.polyfit(x, np.log(m), 1)[0])
+    a = (1 - level) / 2
+    lo, hi = (np.quantile(boots, [a, 1 - a]) if boots else (np.nan, np.nan))
+    return SlopeFit(float(slope), float(lo), float(hi), float(intercept),
+                    uniq[ok].tolist(), uniq[~ok].tolist())
+
+
+def mean_sem(df: pd.DataFrame, by: list[str], value: str) -> pd.DataFrame:
+    """Mean and standard error over seeds of `value` per group."""
+    g = df.groupby(by, sort=False)[value]
+    out = g.agg(["mean", "std", "count"]).reset_index()
+    out["sem"] = out["std"].fillna(0.0) / np.sqrt(out["count"])
+    return out

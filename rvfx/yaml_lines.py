@@ -1,0 +1,82 @@
+"""Strict YAML loading that remembers the line of every key.
+
+PyYAML's defaults hide mistakes in specs: `1e-3` loads as a string, `no` as
+False, and a repeated key silently wins. Here scalars follow YAML 1.2's core
+schema (true/false only; any float literal), a repeated key is an error, and
+`lines` maps each dotted key path to its line for error messages.
+"""
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from rvfx.params import SpecError
+
+_INT = re.compile(r"^[-+]?[0-9]+$")
+_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$")
+
+
+def _scalar(node: yaml.ScalarNode):
+    text = node.value
+    if node.style is not None:            # quoted or block scalars stay strings
+        return text
+    if text in ("true", "True", "TRUE"):
+        return True
+    if text in ("false", "False", "FALSE"):
+        return False
+    if text in ("null", "Null", "NULL", "~", ""):
+        return None
+    if _INT.match(text):
+        return int(text)
+    if _FLOAT.match(text):
+        return float(text.lower().replace(".inf", "inf").replace(".nan", "nan"))
+    return text
+
+
+def _to_python(node, prefix: str, lines: dict, file: str):
+    """Convert a composed node, recording each key's line and rejecting repeated keys."""
+    lines.setdefault(prefix, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for key_node, value_node in node.value:
+            key = _scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
+            if not isinstance(key, str):
+                raise SpecError(prefix, f"keys must be strings, got {key!r}", file=file,
+                                line=key_node.start_mark.line + 1)
+            sub = f"{prefix}.{key}" if prefix else key
+            if key in out:
+                raise SpecError(sub, f"duplicate key (first on line {lines[sub]})", file=file,
+                                line=key_node.start_mark.line + 1)
+            lines[sub] = key_node.start_mark.line + 1
+            out[key] = _to_python(value_node, sub, lines, file)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_python(item, f"{prefix}[{i}]", lines, file) for i, item in enumerate(node.value)]
+    return _scalar(node)
+
+
+def _compose(stream, file: str):
+    try:
+        return yaml.compose(stream)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise SpecError("", f"not valid YAML: {getattr(err, 'problem', None) or err}", file=file,
+                        line=mark.line + 1 if mark else None) from None
+
+
+def load(path: str) -> tuple[object, dict[str, int]]:
+    """Parse `path`; return (data, {dotted key path: line number})."""
+    try:
+        with open(path) as f:
+            root = _compose(f, path)
+    except (FileNotFoundError, IsADirectoryError):
+        raise SpecError("", "no such file", file=path) from None
+    lines: dict[str, int] = {}
+    return (_to_python(root, "", lines, path) if root is not None else None), lines
+
+
+def parse_value(text: str):
+    """A `--set` value read with the same rules as spec files (lists and mappings allowed)."""
+    root = _compose(text, "--set")
+    return None if root is None else _to_python(root, "", {}, "--set")

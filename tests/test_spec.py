@@ -1,0 +1,87 @@
+"""Bad specs: one message with file, line and key path; exit code 2; nothing written."""
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from rvfx.cli import main
+from rvfx.spec import load_spec
+
+BASE = """\
+experiment: tiny
+env:
+  name: deep_sea
+  size: 4
+agents:
+  rlsvi:
+    algorithm: grlsvi
+    v: 0.5
+seeds: 1
+episodes: 10
+scales:
+  ci: {}
+  paper: {}
+"""
+
+
+def run_bad(tmp_path, text):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(text)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["run", str(spec), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert not out.exists()
+    return result.output.strip()
+
+
+@pytest.mark.parametrize("old, new, line, key, words", [
+    ("  size: 4", "  sise: 4", 4, "env.sise", "did you mean 'size'"),
+    ("    v: 0.5", "    v: 0.5\n    lamda: 1", 9, "agents.rlsvi.lamda", "did you mean 'lam'"),
+    ("episodes: 10", "episode: 10", 10, "episode", "did you mean 'episodes'"),
+    ("  size: 4", "  size: four", 4, "env.size", "expected an integer"),
+    ("  size: 4", "  size: 1", 4, "env.size", "must be >= 2"),
+    ("seeds: 1", "seeds: 0", 9, "seeds", "must be >= 1"),
+    ("    v: 0.5", "    v: H**2/", 8, "agents.rlsvi.v", "not an arithmetic expression"),
+    ("    v: 0.5", "    v: N**2", 8, "agents.rlsvi.v", "unknown name 'N'"),
+    ("    algorithm: grlsvi", "    algorithm: grslvi", 7, "agents.rlsvi.algorithm", "did you mean 'grlsvi'"),
+    ("  name: deep_sea", "  name: deep_sea\n  treasure: no", 4, "env.treasure", "expected true or false"),
+    ("  size: 4", "  size: 4\n  size: 5", 5, "env.size", "duplicate key (first on line 4)"),
+    ("  ci: {}", "  ci: {seeds: -1}", 12, "seeds", "must be >= 1"),
+    ("  paper: {}", "", 11, "scales", "missing the 'paper' scale"),
+])
+def test_bad_spec_names_file_line_and_key(tmp_path, old, new, line, key, words):
+    assert old in BASE
+    message = run_bad(tmp_path, BASE.replace(old, new))
+    assert message.count("\n") == 0
+    assert re.search(rf"bad\.yaml:{line}: {re.escape(key)}: ", message), message
+    assert words in message
+
+
+def test_missing_file(tmp_path):
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "nope.yaml" in result.output and "no such file" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_grid_key_and_set(tmp_path):
+    assert "grid.env.sizes" in run_bad(tmp_path, BASE + "grid:\n  env.sizes: [4, 5]\n")
+    spec = tmp_path / "ok.yaml"
+    spec.write_text(BASE)
+    result = CliRunner().invoke(main, ["validate", str(spec), "--set", "env.size=zero"])
+    assert result.exit_code == 2 and "--set" in result.output and "env.size" in result.output
+
+
+def test_yaml_traps_are_closed(tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(BASE.replace("v: 0.5", "v: 1e-3"))
+    exp = load_spec(str(spec))
+    assert exp.runs[0].agent_params["v"] == 1e-3          # a float, not the string '1e-3'
+
+
+def test_grid_expansion_and_stable_ids(tmp_path):
+    spec = tmp_path / "g.yaml"
+    spec.write_text(BASE + "grid:\n  env.size: [4, 5, 6]\n  agent.v: [0.1, 1]\n")
+    a, b = load_spec(str(spec)).runs, load_spec(str(spec)).runs
+    assert len(a) == 6 and [r.run_id for r in a] == [r.run_id for r in b]
+    assert len({r.run_id for r in a}) == 6
+    assert a[0].swept == {"env.size": 4, "agent.v": 0.1}
