@@ -1,5 +1,6 @@
 """Agent registry: name -> (factory(params, env, rng), parameter dataclass)."""
 from rvfx.agents.psrl import PSRL, PSRLParams
+from rvfx.agents.rlsvi_linear import LinearRLSVI, LinearRLSVIParams
 from rvfx.agents.rlsvi_tabular import RLSVIParams, TabularRLSVI
 from rvfx.agents.ucrl2 import UCRL2, UCRL2Params
 
@@ -9,6 +10,9 @@ AGENTS = {
     "brlsvi": (lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "bootstrap"), RLSVIParams),
     "psrl": (lambda p, env, rng: PSRL(env.shape, rng, p), PSRLParams),
     "ucrl2": (lambda p, env, rng: UCRL2(env.shape, rng, p), UCRL2Params),
+    "linear_lsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "none"), LinearRLSVIParams),
+    "linear_grlsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "gaussian"), LinearRLSVIParams),
+    "linear_brlsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "bootstrap"), LinearRLSVIParams),
 }
 
 

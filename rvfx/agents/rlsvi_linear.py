@@ -85,7 +85,11 @@ def backward_solve(phi_rows: np.ndarray, gram: np.ndarray, targets: np.ndarray, 
 
 class LinearRLSVI:
     """LSVI (`perturbation="none"`), `learn_grlsvi` (`"gaussian"`) or `learn_brlsvi` (`"bootstrap"`)
-    with a linear value function on deep sea; interface of `TabularAgent`, states (h, s)."""
+    with a linear value function on deep sea; interface of `TabularAgent`, states (h, s).
+
+    The feature tensor (N, N, 2, M) is drawn from `rng` at construction
+    (`deep_sea_features`), or given as `features` (then `params.M`/`basis`/`psi` are unused).
+    """
 
     # The tabular agents' action rule: greedy (eq. 4.1), epsilon-greedy or Boltzmann (eq. 4.2).
     act = TabularAgent.act
