@@ -114,3 +114,12 @@ def load_table(results: str | Path, experiment: str, name: str) -> pd.DataFrame:
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run `rvfx run configs/{experiment}.yaml` first")
     return pd.read_csv(path)
+
+
+def load_spec_value(results: str | Path, experiment: str, keys: tuple):
+    """A value of the resolved spec saved beside the tables (e.g. an unswept env parameter)."""
+    import yaml
+    node = yaml.safe_load((experiment_dir(results, experiment) / "spec.yaml").read_text())
+    for k in keys:
+        node = node.get(k) if isinstance(node, dict) else None
+    return node
