@@ -30,8 +30,10 @@ def main():
               help="worker processes; 1 runs in this process")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a spec key, e.g. seeds=3")
 @click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True)
+@click.option("--dask", "dask_address", metavar="ADDRESS", default=None,
+              help="run on a Dask distributed scheduler (needs `pip install distributed`)")
 @click.option("--dry-run", is_flag=True, help="print how many runs there are, are done, and remain")
-def run(spec, scale, jobs, sets, out, dry_run):
+def run(spec, scale, jobs, sets, out, dask_address, dry_run):
     """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV."""
     from rvfx import results
     from rvfx.runner import run_sweep
@@ -42,7 +44,15 @@ def run(spec, scale, jobs, sets, out, dry_run):
                f" -> {Path(out) / exp.name}")
     if dry_run:
         return
-    outcomes = run_sweep(exp.runs, out, jobs=jobs)
+    executor = None
+    if dask_address:
+        try:
+            from distributed import Client
+        except ImportError:
+            click.echo("error: --dask needs the 'distributed' package (pip install distributed)", err=True)
+            sys.exit(2)
+        executor = Client(dask_address).get_executor()
+    outcomes = run_sweep(exp.runs, out, jobs=jobs, executor=executor)
     results.collect(out, exp.runs, resolved_yaml(exp))
     failed = [o for o in outcomes if not o.ok]
     if failed:
