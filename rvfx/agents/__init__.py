@@ -1,4 +1,5 @@
 """Agent registry: name -> (factory(params, env, rng), parameter dataclass)."""
+from rvfx.agents import exploration
 from rvfx.agents.psrl import PSRL, PSRLParams
 from rvfx.agents.rlsvi_linear import LinearRLSVI, LinearRLSVIParams
 from rvfx.agents.rlsvi_tabular import RLSVIParams, TabularRLSVI
@@ -10,6 +11,10 @@ AGENTS = {
     "brlsvi": (lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "bootstrap"), RLSVIParams),
     "psrl": (lambda p, env, rng: PSRL(env.shape, rng, p), PSRLParams),
     "ucrl2": (lambda p, env, rng: UCRL2(env.shape, rng, p), UCRL2Params),
+    "deepsea_optimal": (exploration.make_optimal, exploration.DeepSeaKnownParams),
+    "deepsea_exploitation": (exploration.make_pure_exploitation, exploration.DeepSeaKnownParams),
+    "deepsea_myopic": (exploration.make_myopic, exploration.MyopicParams),
+    "deepsea_thompson": (exploration.make_thompson, exploration.DeepSeaKnownParams),
     "linear_lsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "none"), LinearRLSVIParams),
     "linear_grlsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "gaussian"), LinearRLSVIParams),
     "linear_brlsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "bootstrap"), LinearRLSVIParams),

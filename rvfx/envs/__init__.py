@@ -1,9 +1,11 @@
 """Environment registry: name -> (class, parameter dataclass)."""
 from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
+from rvfx.envs.random_mdp import RandomMDP, RandomMDPParams
 
 ENVS = {
     "deep_sea": (DeepSea, DeepSeaParams),
     "cartpole_swingup": (CartpoleSwingUp, CartpoleSwingUpParams),
+    "random_mdp": (RandomMDP, RandomMDPParams),
 }
 

@@ -1,0 +1,236 @@
+"""Figures 1-3, 18, Table 1 and Theorem 1: the computations behind them and that they render."""
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from rvfx.cli import main
+from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
+from rvfx.envs.random_mdp import RandomMDPParams
+from rvfx.figures import FIGURES, beta_vs_normal, exploration_table, illustrations, regret_bound
+from rvfx.figures.common import plt
+from rvfx.spec import load_spec
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+def assert_png(path: Path):
+    assert path.suffix == ".png" and path.stat().st_size > 10_000
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ------------------------------------------------------------------------------ Fig. 18
+
+def test_set_c_is_one_interval_where_the_beta_density_exceeds_the_normal():
+    beta, normal = beta_vs_normal.distributions()
+    assert beta.mean() == pytest.approx(0.6) and normal.mean() == pytest.approx(0.6)
+    assert normal.var() == pytest.approx(1 / 3)
+    lo, hi = beta_vs_normal.set_c()
+    assert 0 < lo < 0.6 < hi < 1
+    assert beta.pdf(lo) == pytest.approx(normal.pdf(lo), abs=1e-9)
+    assert beta.pdf(hi) == pytest.approx(normal.pdf(hi), abs=1e-9)
+    s = np.linspace(-2, 3, 20001)
+    inside = (s > lo) & (s < hi)
+    d = beta.pdf(s) - normal.pdf(s)
+    assert np.all(d[inside] > 0) and np.all(d[~inside] <= 1e-12)
+
+
+def test_normal_is_stochastically_optimistic_over_the_beta():
+    """Condition 2: int_a^inf (G - F) >= 0 for all a, and D = G - F crosses zero once."""
+    beta, normal = beta_vs_normal.distributions()
+    a = np.linspace(-3, 4, 141)
+    margin = beta_vs_normal.optimism_margin(a)
+    assert margin.min() > -1e-8
+    assert margin[0] == pytest.approx(0.0, abs=1e-6)         # = E[N] - E[Beta] = 0 for a -> -inf
+    s = np.linspace(-2, 3, 5001)
+    D = beta.cdf(s) - normal.cdf(s)
+    signs = np.sign(D[np.abs(D) > 1e-12])
+    assert np.count_nonzero(np.diff(signs)) == 1
+
+
+# ------------------------------------------------------------------------------ Fig. 2
+
+def test_grlsvi_uncertainty_starts_at_4_down_with_variance_v_and_propagates_leftward():
+    H, v, n = 5, 2.0, 20000
+    q = illustrations.grlsvi_q_samples(H=H, v=v, samples=n, seed=1)
+    var = q.var(axis=0)                                       # (H, S, A)
+    s4, down = 3, illustrations.DOWN
+    # h = 1: only (4, down) is uncertain, with variance v (one observation, lambda = inf)
+    assert abs(var[0, s4, down] - v) < 4 * v * math.sqrt(2 / (n - 1))
+    others = np.ones((4, 2), bool)
+    others[s4, down] = False
+    assert np.all(var[0][others] < 10 * v / illustrations.N_BIG)
+    # Var[Q_h(s, a)] is non-negligible exactly where state 4 is reachable within h - 1 steps
+    P, _ = illustrations.four_state_example()
+    reach = np.zeros((4, 2), bool)
+    reach[s4, down] = True
+    for h in range(H):
+        if h > 0:
+            can_reach_state4_pair = reach.any(axis=1)         # states with an uncertain pair
+            reach = reach | (P[..., can_reach_state4_pair].sum(axis=-1) > 0)
+        assert np.all(var[h][reach] > 1e-3 * v), h
+        assert np.all(var[h][~reach] < 10 * v / illustrations.N_BIG), h
+    # h = 2: (4, up) and (3, down) are uncertain, less than (4, down)
+    assert 0 < var[1, s4, illustrations.UP] < var[1, s4, down]
+    assert 0 < var[1, 2, down] < var[1, s4, down]
+    # uncertainty grows with the horizon at the uncertain pair
+    assert np.all(np.diff(var[:, s4, down]) > 0)
+
+
+def test_grlsvi_shared_noise_is_what_the_paper_describes():
+    """Same z across iterations: the variance at (4, down) compounds; fresh z per h does too, but
+    the two are different algorithms and give different samples."""
+    a = illustrations.grlsvi_q_samples(H=3, samples=2000, seed=0, shared_noise=True)
+    b = illustrations.grlsvi_q_samples(H=3, samples=2000, seed=0, shared_noise=False)
+    np.testing.assert_array_equal(a[:, 0], b[:, 0])            # same first iteration
+    assert not np.array_equal(a[:, 2], b[:, 2])
+
+
+# ------------------------------------------------------------------------------ Fig. 1
+
+def test_deep_sea_diagram_is_read_from_the_environment():
+    env = DeepSea(DeepSeaParams(size=5), np.random.default_rng(3))
+    fig, ax = plt.subplots()
+    illustrations.draw_deep_sea(ax, env)
+    labels = [t.get_text() for t in ax.texts if t.get_text().startswith("R=")]
+    assert labels == [f"R={env.right_action[r, c]}" for r in range(5) for c in range(5)]
+    assert any("chest +1" in t.get_text() for t in ax.texts)
+    plt.close(fig)
+
+
+def test_analytic_figures_render(tmp_path):
+    for fig_id, names in (("illustrations", ["fig1_deep_sea", "fig2_rlsvi_uncertainty", "fig3_ensemble"]),
+                          ("beta_vs_normal", ["fig18_beta_vs_normal"])):
+        assert FIGURES[fig_id].experiments == ()
+        paths = FIGURES[fig_id].draw(tmp_path / "no-results", tmp_path)
+        for name in names:
+            assert_png(tmp_path / f"{name}.png")
+        assert all(p.exists() for p in paths)
+    table = pd.read_csv(tmp_path / "fig18_beta_vs_normal.csv")
+    assert table["value"].iloc[0] == pytest.approx(beta_vs_normal.set_c()[0], abs=1e-6)
+
+
+# ------------------------------------------------------------------------------ Table 1
+
+def test_growth_fit_tells_linear_from_exponential():
+    n = np.array([4, 8, 16, 32])
+    lin = exploration_table.fit_growth(n, 3 * n)
+    assert lin.kind == "polynomial" and lin.power == pytest.approx(1.0)
+    m = np.array([3, 5, 7, 9, 11])
+    exp = exploration_table.fit_growth(m, 5 * 2.0 ** m)
+    assert exp.kind == "exponential" and exp.base == pytest.approx(2.0)
+    assert exploration_table.fit_growth(n, [np.nan] * 4).kind == "none within budget"
+    assert exploration_table.fit_growth([3, 4], [10, 40]).kind == "too few sizes"
+
+
+def fake_runs(tmp_path):
+    """runs.csv of exploration_table with known learning times: N, 2^N, and never."""
+    rows = []
+    for agent, sizes, time in (("optimal", [4, 8, 16, 32], lambda n: n),
+                               ("dithering_boltzmann", [3, 5, 7, 9], lambda n: 2 ** n),
+                               ("pure_exploitation", [4, 8], lambda n: None)):
+        for n in sizes:
+            for seed in range(3):
+                t = time(n)
+                rows.append({"experiment": "exploration_table", "run_id": f"{agent}{n}{seed}", "agent": agent,
+                             "algorithm": "x", "env": "deep_sea", "seed": seed, "env.size": n,
+                             "learning_time": "" if t is None else t, "censored": t is None,
+                             "episodes_run": 500 if t is None else t, "final_cum_regret": 1.0})
+    d = tmp_path / "exploration_table"
+    d.mkdir()
+    pd.DataFrame(rows).to_csv(d / "runs.csv", index=False)
+
+
+def test_exploration_table_reports_censored_runs_and_growth(tmp_path):
+    fake_runs(tmp_path)
+    out = tmp_path / "figs"
+    FIGURES["exploration_table"].draw(tmp_path, out)
+    assert_png(out / "exploration_table.png")
+    table = pd.read_csv(out / "exploration_table.csv", dtype=str).set_index("agent")
+    assert table.loc["optimal", "fitted growth (median learning time)"].startswith("polynomial: N^1.00")
+    assert "exponential" in table.loc["dithering_boltzmann", "fitted growth (median learning time)"]
+    assert "2.00^N" in table.loc["dithering_boltzmann", "fitted growth (median learning time)"]
+    assert table.loc["pure_exploitation", "N=4"] == "> 500 (3/3 cens.)"      # censored, not dropped
+    assert table.loc["optimal", "N=32"] == "32"
+    md = (out / "exploration_table.md").read_text()
+    assert "| pure exploitation | pure_exploitation | ∞ |" in md
+
+
+def test_specs_validate_at_both_scales():
+    for name, figure in (("exploration_table", "exploration_table"), ("regret_bound", "regret_bound")):
+        for scale in ("ci", "paper"):
+            exp = load_spec(str(CONFIGS / f"{name}.yaml"), scale)
+            assert exp.figures == [figure] and exp.runs
+    exp = load_spec(str(CONFIGS / "exploration_table.yaml"), "ci")
+    assert {r.env_params["treasure"] for r in exp.runs} == {True}
+    assert all(r.stop_at_learning for r in exp.runs)
+
+
+# ------------------------------------------------------------------------------ Theorem 1
+
+def test_bounds_match_the_formulas():
+    H, X, A, beta, L = 4, 3, 2, 3.0, 1000
+    lp = lambda x: max(1.0, math.log(x))   # noqa: E731
+    first = 6 * H ** 2 * math.sqrt(beta * X * A * L * lp(1 + X * A * H * L)) * lp(1 + L / (X * A))
+    second = (5 * beta * H ** 3 * X * A * math.sqrt(lp(1 + X * A * H * L)) * lp(1 + L / (X * A))
+              + 2 * H ** 2 * math.sqrt(6 * X * A * L * math.log(X * A)))
+    assert regret_bound.first_bound(L, H, X, A, beta) == pytest.approx(first)
+    assert regret_bound.second_bound(L, H, X, A, beta) == pytest.approx(second)
+    assert regret_bound.first_bound(1, 1, 1, 1, 3.0) == pytest.approx(6 * math.sqrt(3))   # both log+ floor at 1
+
+
+def test_theorem_agent_has_theorem_1_parameters():
+    from rvfx.envs.random_mdp import RandomMDP
+    env = RandomMDP(RandomMDPParams(horizon=5, beta=4.0), np.random.default_rng(0))
+    agent = regret_bound.theorem_agent(env, np.random.default_rng(0))
+    assert agent.v == 75 and agent.prior_mean == 5 and agent.v / agent.lam == pytest.approx(4.0)
+    assert agent.perturbation == "gaussian" and agent.act_rule == "greedy"
+
+
+def test_rlsvi_is_optimistic_in_expectation_under_the_prior():
+    p = RandomMDPParams(horizon=3, states=2, actions=2, beta=3.0)
+    gaps = regret_bound.unconditional_gaps(p, n_mdps=60, episodes=[1, 10, 40], seed=5)
+    mean = gaps.mean(axis=0)
+    se = gaps.std(axis=0, ddof=1) / math.sqrt(len(gaps))
+    assert np.all(mean - 3 * se > 0)
+
+
+def test_rlsvi_is_optimistic_given_a_history_under_the_dirichlet_posterior():
+    p = RandomMDPParams(horizon=3, states=2, actions=2, beta=3.0)
+    for seed, episodes in enumerate([0, 30, 300]):
+        q, v, se_q, se_v = regret_bound.conditional_gap(p, episodes, samples=800, seed=seed)
+        assert q - v > -4 * math.hypot(se_q, se_v)
+
+
+def test_posterior_values_with_no_data_are_the_prior_values():
+    """With no data the posterior is the prior: E[V*] over posterior samples = E[V*] over RandomMDP draws."""
+    from rvfx.envs.random_mdp import RandomMDP
+    p = RandomMDPParams(horizon=3, states=2, actions=2, beta=3.0)
+    counts = regret_bound.OutcomeCounts((3, 2, 2))
+    post = regret_bound.posterior_optimal_values(counts, p, 4000, np.random.default_rng(0))
+    prior = np.array([RandomMDP(p, np.random.default_rng(s)).optimal_return for s in range(4000)])
+    se = math.hypot(post.std(), prior.std()) / math.sqrt(4000)
+    assert abs(post.mean() - prior.mean()) < 4 * se
+
+
+def test_regret_bound_end_to_end_from_a_tiny_run(tmp_path):
+    out = tmp_path / "res"
+    result = CliRunner().invoke(main, ["run", str(CONFIGS / "regret_bound.yaml"), "--set", "seeds=6",
+                                       "--set", "episodes=60", "--out", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    eps = pd.read_csv(out / "regret_bound" / "episodes.csv")
+    assert eps["seed"].nunique() == 6 and {"env.horizon", "env.states", "env.actions", "env.beta"} <= set(eps)
+    figs = tmp_path / "figs"
+    result = CliRunner().invoke(main, ["plot", "regret_bound", "--results", str(out), "--out", str(figs)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert_png(figs / "regret_bound.png")
+    table = pd.read_csv(figs / "regret_bound.csv")
+    last = eps[eps["episode"] == 60]["cum_regret"]
+    assert table["Bayes regret"].iloc[0] == pytest.approx(last.mean(), abs=0.05)
+    ratio = float(table["regret / eq. 6.1"].iloc[0])
+    assert ratio == pytest.approx(last.mean() / regret_bound.first_bound(60, 4, 3, 2, 3.0), rel=1e-2)
+    assert 0 < ratio < 1
