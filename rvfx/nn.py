@@ -1,11 +1,15 @@
 """A small NumPy MLP for an ensemble of K members, computed together (Algorithm 8, Section 7.2.1).
 
-Member k has weights W_l[k] and biases b_l[k]; the K members are stacked so that
-each layer is one batched matmul, (K, B, fan_in) @ (K, fan_in, fan_out). Hidden
-layers are ReLU, the output is linear, parameters start at their Glorot-uniform
-draw. A one-hot input (deep-sea pixels) is given as integer indices: the first
-layer is then a row gather of W_1 and its gradient a sparse set of summed rows
-(`SparseRows`), so a one-hot input of width N^2 never costs a dense matmul.
+All members read the same minibatch (as the authors' bootstrapped DQN does; the
+members differ by their weights, priors and data perturbations), so:
+
+- the first layer of all K members is one (B, in) @ (in, K*H) product, or, for a
+  one-hot input given by its integer index, one row gather of W_1 stored (in, K, H);
+- every later layer is one batched matmul (K, B, in) @ (K, in, out) on strided
+  views of (B, K, H) activations, whose bias adds and ReLUs run over long
+  contiguous rows;
+- the gradient of a one-hot layer is a `SparseRows`: the rows seen in the batch,
+  duplicates summed by a small sparse product, never a dense N^2-wide matmul.
 
 `PriorEnsemble` adds the randomized prior functions of Section 7.2.1
 (Osband et al., 2018): Q_k = f(theta_k) + beta * f(theta0_k), with theta0_k held
@@ -21,36 +25,63 @@ import numpy as np
 
 
 class SparseRows(NamedTuple):
-    """Gradient of a stacked weight W (K, D, H) nonzero only on some rows of W.reshape(K*D, H)."""
-    rows: np.ndarray     # unique, sorted flat row indices
-    values: np.ndarray   # (len(rows), H) summed gradient of each row
+    """Gradient of a weight W nonzero only on some rows W[rows] (first axis)."""
+    rows: np.ndarray     # unique, sorted row indices
+    values: np.ndarray   # (len(rows), *W.shape[1:]) summed gradient of each row
 
 
-def glorot_uniform(rng: np.random.Generator, num_members: int, sizes: Sequence[int],
-                   dtype=np.float32) -> list[np.ndarray]:
-    """[W_1, b_1, W_2, b_2, ...]: W_l ~ U(+-sqrt(6/(fan_in+fan_out))) per member, b_l = 0 (Glorot & Bengio, 2010)."""
-    params = []
-    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-        limit = math.sqrt(6.0 / (fan_in + fan_out))
-        params.append(rng.uniform(-limit, limit, (num_members, fan_in, fan_out)).astype(dtype))
-        params.append(np.zeros((num_members, 1, fan_out), dtype))
-    return params
+def row_sums(rows: np.ndarray, values: np.ndarray) -> SparseRows:
+    """Sum the rows of `values` (n, ...) that share an index in `rows` (n,): a one-hot layer's gradient.
 
-
-def row_sums(rows: np.ndarray, values: np.ndarray, num_rows: int) -> SparseRows:
-    """Sum the rows of `values` that share an index in `rows` (a one-hot layer's weight gradient).
-
-    Two bincounts, linear in the batch: one finds the distinct rows, the second sums
-    each (row, column) cell. Avoids np.add.at, which is an order of magnitude slower.
+    The first occurrence of each index is gathered; the duplicates are added by a
+    sparse product, a 0/1 matrix (indices that repeat) x (duplicates) in BLAS:
+    cheap both when the indices are spread out and when they are concentrated.
+    Distinct sorted `rows` (np.unique output) return `values` itself, uncopied.
     """
-    counts = np.bincount(rows, minlength=num_rows)
-    uniq = np.flatnonzero(counts)
-    pos = np.empty(num_rows, np.intp)
-    pos[uniq] = np.arange(uniq.size)
-    width = values.shape[1]
-    keys = (pos[rows] * width)[:, None] + np.arange(width)
-    sums = np.bincount(keys.ravel(), weights=values.ravel(), minlength=uniq.size * width)
-    return SparseRows(uniq, sums.reshape(uniq.size, width).astype(values.dtype, copy=False))
+    n = rows.shape[0]
+    if n < 2 or bool((rows[1:] > rows[:-1]).all()):   # already distinct and sorted (np.unique output)
+        return SparseRows(rows, values)
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    first = np.empty(n, bool)
+    first[0] = True
+    np.not_equal(sorted_rows[1:], sorted_rows[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    flat = values.reshape(n, -1)
+    out = flat[order[starts]]
+    dup = np.flatnonzero(~first)
+    if dup.size:
+        segment = np.cumsum(first)[dup] - 1              # which distinct index each duplicate adds to
+        repeated = np.flatnonzero(np.bincount(segment, minlength=starts.size))
+        local = np.empty(starts.size, np.intp)
+        local[repeated] = np.arange(repeated.size)
+        onehot = np.zeros((repeated.size, dup.size), values.dtype)
+        onehot[local[segment], np.arange(dup.size)] = 1.0
+        out[repeated] += onehot @ flat[order[dup]]
+    return SparseRows(sorted_rows[starts], out.reshape(starts.size, *values.shape[1:]))
+
+
+def pack(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Copy `arrays` into one flat buffer; return it and views shaped like the originals.
+
+    An optimiser then updates all of them in one pass instead of one call per small tensor.
+    """
+    flat = np.empty(sum(a.size for a in arrays), arrays[0].dtype)
+    views, i = [], 0
+    for a in arrays:
+        v = flat[i:i + a.size].reshape(a.shape)
+        v[...] = a
+        views.append(v)
+        i += a.size
+    return flat, views
+
+
+def _sum_batch(d: np.ndarray) -> np.ndarray:
+    """sum over b of d (K, B, W): a contiguous row reduction when d is a view of a (B, K, W) buffer."""
+    bk = d.transpose(1, 0, 2)
+    if bk.flags.c_contiguous:
+        return bk.reshape(bk.shape[0], -1).sum(axis=0).reshape(d.shape[0], d.shape[2])
+    return d.sum(axis=1)
 
 
 class Tape:
@@ -58,22 +89,26 @@ class Tape:
 
     def __init__(self):
         self._bufs: dict[str, np.ndarray] = {}
-        self.rows = self.x = None
+        self.x = None
         self.acts: list[np.ndarray] = []
+        self.masks: list[np.ndarray] = []
 
     def buf(self, name: str, shape: tuple, dtype) -> np.ndarray:
+        """A contiguous scratch array of `shape`, carved from a buffer that only ever grows."""
+        size = math.prod(shape)
         b = self._bufs.get(name)
-        if b is None or b.shape != shape or b.dtype != dtype:
-            b = self._bufs[name] = np.empty(shape, dtype)
-        return b
+        if b is None or b.size < size or b.dtype != dtype:
+            b = self._bufs[name] = np.empty(max(size, 1), dtype)
+        return b[:size].reshape(shape)
 
 
 class EnsembleMLP:
-    """The architecture (layer sizes, input kind) of K stacked MLPs; parameters are passed in.
+    """The architecture of K stacked MLPs (ReLU hidden layers, linear output); parameters are passed in.
 
-    Inputs are (K, B, input_dim) floats, or (K, B) integer indices when
-    `index_input` (a one-hot vector of width input_dim). Output is (K, B, output_dim).
-    A parameter list sliced to members [k:k+1] runs member k alone.
+    Parameters are [W_1, b_1, ..., W_L, b_L] with W_1 (in, K, H_1), b_l (K, H_l) and
+    W_l (K, H_{l-1}, H_l) for l > 1. Input x is a shared minibatch: (B, in) floats,
+    or (B,) integer indices of a one-hot vector of width `input_dim` when
+    `index_input`. Output is (K, B, output_dim).
     """
 
     def __init__(self, input_dim: int, hidden: Sequence[int], output_dim: int,
@@ -82,82 +117,92 @@ class EnsembleMLP:
         self.index_input = index_input
         self.dtype = np.dtype(dtype)
         self.num_layers = len(self.sizes) - 1
-        self._offsets: dict[int, np.ndarray] = {}
-        self._ones: dict[tuple, np.ndarray] = {}
 
     def init(self, rng: np.random.Generator, num_members: int) -> list[np.ndarray]:
-        return glorot_uniform(rng, num_members, self.sizes, self.dtype)
+        """Glorot-uniform weights, U(+-sqrt(6/(fan_in+fan_out))) per member, zero biases (Glorot & Bengio, 2010)."""
+        params = []
+        for l, (fan_in, fan_out) in enumerate(zip(self.sizes[:-1], self.sizes[1:])):
+            limit = math.sqrt(6.0 / (fan_in + fan_out))
+            w = rng.uniform(-limit, limit, (num_members, fan_in, fan_out)).astype(self.dtype)
+            params.append(np.ascontiguousarray(w.transpose(1, 0, 2)) if l == 0 else w)
+            params.append(np.zeros((num_members, fan_out), self.dtype))
+        return params
 
-    def _flat_rows(self, x: np.ndarray, num_members: int) -> np.ndarray:
-        """Row of W_1.reshape(K*D, H) selected by index input x (K, B)."""
-        off = self._offsets.get(num_members)
-        if off is None:
-            off = self._offsets[num_members] = np.arange(num_members, dtype=np.intp)[:, None] * self.sizes[0]
-        return (x + off).ravel()
+    @staticmethod
+    def member(params: list[np.ndarray], k: int) -> list[np.ndarray]:
+        """Member k's parameters as a one-member ensemble (copies)."""
+        return [p[:, k:k + 1].copy() if i == 0 else p[k:k + 1].copy() for i, p in enumerate(params)]
 
     def forward(self, params: list[np.ndarray], x: np.ndarray, tape: Tape | None = None) -> np.ndarray:
-        """f_theta(x) for every member; with a `tape`, record activations for `backward`.
+        """f_theta(x), (K, B, out), for every member; with a `tape`, record activations for `backward`.
 
-        The output lives in the tape's scratch: consume it before the tape's next use.
+        With a tape the output lives in the tape's scratch: consume it before the tape's next use.
         """
-        K, dt = params[0].shape[0], self.dtype
-        B = x.shape[1]
+        K, dt, B = params[1].shape[0], self.dtype, x.shape[0]
         new = (lambda name, shape: tape.buf(name, shape, dt)) if tape is not None \
             else (lambda name, shape: np.empty(shape, dt))
         width = self.sizes[1]
-        h = new("z0", (K, B, width))
+        z = new("z0", (B, K, width))
+        w1 = params[0].reshape(self.sizes[0], K * width)
         if self.index_input:
-            rows = self._flat_rows(x, K)
-            np.take(params[0].reshape(K * self.sizes[0], width), rows, axis=0,
-                    out=h.reshape(K * B, width), mode="clip")
+            np.take(w1, x, axis=0, out=z.reshape(B, K * width), mode="clip")
         else:
-            rows = None
-            np.matmul(x, params[0], out=h)
-        h += params[1]
-        acts = []
+            np.matmul(x, w1, out=z.reshape(B, K * width))
+        z += params[1]
+        acts, masks = [], []
         for l in range(1, self.num_layers):
-            np.maximum(h, 0.0, out=h)
-            acts.append(h)
-            z = new(f"z{l}", (K, B, self.sizes[l + 1]))
-            np.matmul(h, params[2 * l], out=z)
-            z += params[2 * l + 1]
-            h = z
+            mask = tape.buf(f"m{l}", z.shape, bool) if tape is not None else np.empty(z.shape, bool)
+            np.greater(z, 0.0, out=mask)                   # ReLU, keeping its derivative
+            z *= mask
+            acts.append(z)
+            masks.append(mask)
+            nxt = new(f"z{l}", (B, K, self.sizes[l + 1]))
+            np.matmul(z.transpose(1, 0, 2), params[2 * l], out=nxt.transpose(1, 0, 2))
+            nxt += params[2 * l + 1]
+            z = nxt
         if tape is not None:
-            tape.rows, tape.x, tape.acts = rows, x, acts
-        return h
-
-    def _sum_batch(self, d: np.ndarray) -> np.ndarray:
-        """Sum over the batch axis as a matmul with ones (several times faster than d.sum(axis=1))."""
-        key = (d.shape[0], d.shape[1])
-        ones = self._ones.get(key)
-        if ones is None:
-            ones = self._ones[key] = np.ones((key[0], 1, key[1]), self.dtype)
-        return np.matmul(ones, d)
+            tape.x, tape.acts, tape.masks = x, acts, masks
+        return z.transpose(1, 0, 2)
 
     def backward(self, params: list[np.ndarray], tape: Tape, dout: np.ndarray) -> list:
-        """Exact gradients of sum(dout * f_theta(x)) wrt params, for the pass recorded on `tape`.
+        """Exact gradients of sum(dout * f_theta(x)) for the pass recorded on `tape`; dout is (K, B, out).
 
         The first weight's gradient is a `SparseRows` for index inputs, else dense.
         """
         K, B = dout.shape[0], dout.shape[1]
         grads: list = [None] * (2 * self.num_layers)
-        d = dout
-        for l in range(self.num_layers - 1, -1, -1):
-            grads[2 * l + 1] = self._sum_batch(d)
-            if l == 0:
-                break
-            inp = tape.acts[l - 1]
-            grads[2 * l] = np.matmul(inp.transpose(0, 2, 1), d)
+        d = dout                                              # (K, B, width), any strides
+        for l in range(self.num_layers - 1, 0, -1):
+            grads[2 * l + 1] = _sum_batch(d)
+            inp = tape.acts[l - 1]                            # (B, K, in) post-ReLU
+            grads[2 * l] = np.matmul(inp.transpose(1, 2, 0), d)
             prev = tape.buf(f"d{l - 1}", inp.shape, self.dtype)
-            np.matmul(d, params[2 * l].transpose(0, 2, 1), out=prev)
-            prev *= inp > 0.0        # ReLU'
-            d = prev
+            w = params[2 * l]
+            w_t = tape.buf(f"wt{l}", (w.shape[0], w.shape[2], w.shape[1]), self.dtype)
+            np.copyto(w_t, w.transpose(0, 2, 1))             # BLAS runs faster on a contiguous W^T
+            np.matmul(d, w_t, out=prev.transpose(1, 0, 2))
+            prev *= tape.masks[l - 1]                         # ReLU'
+            d = prev.transpose(1, 0, 2)
+        width = self.sizes[1]
+        d_bk = d.transpose(1, 0, 2)                           # (B, K, width)
+        grads[1] = _sum_batch(d)
         if self.index_input:
-            width = self.sizes[1]
-            grads[0] = row_sums(tape.rows, d.reshape(K * B, width), K * self.sizes[0])
+            grads[0] = row_sums(tape.x, d_bk)
         else:
-            grads[0] = np.matmul(tape.x.transpose(0, 2, 1), d)
+            flat = np.ascontiguousarray(d_bk).reshape(B, K * width)
+            grads[0] = (tape.x.T @ flat).reshape(self.sizes[0], K, width)
         return grads
+
+    def forward_member(self, params: list[np.ndarray], k: int, x: np.ndarray) -> np.ndarray:
+        """f_theta_k(x), (B, out), of member k alone: the same math as `forward`, for `act`."""
+        w1 = params[0][:, k]
+        h = w1[x] if self.index_input else x @ w1
+        h = h + params[1][k]
+        for l in range(1, self.num_layers):
+            np.maximum(h, 0.0, out=h)
+            h = h @ params[2 * l][k]
+            h += params[2 * l + 1][k]
+        return h
 
 
 class SGD:
@@ -170,8 +215,7 @@ class SGD:
         lr = self.lr
         for p, g in zip(params, grads):
             if isinstance(g, SparseRows):
-                flat = p.reshape(-1, p.shape[-1])
-                flat[g.rows] -= lr * g.values
+                p[g.rows] -= lr * g.values
             else:
                 g *= lr
                 p -= g
@@ -181,8 +225,9 @@ class Adam:
     """Adam (Kingma & Ba, 2015) with bias correction, in place.
 
     For a `SparseRows` gradient only the rows seen in the minibatch update their
-    moments and weights (the "lazy"/SparseAdam rule of TF and PyTorch): the cost
-    of a one-hot layer stays proportional to the batch, not to N^2.
+    moments and weights (the "lazy"/SparseAdam rule of TF and PyTorch), so the
+    cost of a one-hot layer follows the batch, not N^2; other rows keep their
+    weights and moments until they are seen again.
     """
 
     def __init__(self, params: list[np.ndarray], learning_rate: float,
@@ -196,42 +241,41 @@ class Adam:
     def step(self, params: list[np.ndarray], grads: list) -> None:
         self.t += 1
         b1, b2, eps = self.b1, self.b2, self.eps
-        step_size = self.lr / (1.0 - b1 ** self.t)
-        v_scale = 1.0 / math.sqrt(1.0 - b2 ** self.t)
+        # theta -= lr m_hat / (sqrt(v_hat) + eps), with m_hat = m / c1, v_hat = v / c2, written as
+        # theta -= step * m / (sqrt(v) + eps * sqrt(c2)), step = lr sqrt(c2) / c1.
+        c1, c2 = 1.0 - b1 ** self.t, 1.0 - b2 ** self.t
+        step = self.lr * math.sqrt(c2) / c1
+        eps_scaled = eps * math.sqrt(c2)
         for p, g, m, v, tmp in zip(params, grads, self.m, self.v, self.tmp):
-            if isinstance(g, SparseRows):
-                width = p.shape[-1]
-                mf, vf, pf = m.reshape(-1, width), v.reshape(-1, width), p.reshape(-1, width)
+            if isinstance(g, SparseRows):          # m, v, theta of the rows seen only
                 rows, gv = g.rows, g.values
-                mr = mf[rows]
+                mr, vr = m[rows], v[rows]
+                mr -= gv                                # m <- b1 m + (1 - b1) g
                 mr *= b1
-                mr += (1.0 - b1) * gv
-                mf[rows] = mr
-                vr = vf[rows]
-                vr *= b2
+                mr += gv
                 gv *= gv
-                gv *= 1.0 - b2
+                vr -= gv                                # v <- b2 v + (1 - b2) g^2
+                vr *= b2
                 vr += gv
-                vf[rows] = vr
+                m[rows] = mr
+                v[rows] = vr
                 np.sqrt(vr, out=vr)
-                vr *= v_scale
-                vr += eps
+                vr += eps_scaled
                 mr /= vr
-                mr *= step_size
-                pf[rows] -= mr
+                mr *= step
+                p[rows] -= mr
             else:
+                m -= g
                 m *= b1
-                np.multiply(g, 1.0 - b1, out=tmp)
-                m += tmp
-                v *= b2
+                m += g
                 np.multiply(g, g, out=tmp)
-                tmp *= 1.0 - b2
+                v -= tmp
+                v *= b2
                 v += tmp
                 np.sqrt(v, out=tmp)
-                tmp *= v_scale
-                tmp += eps
+                tmp += eps_scaled
                 np.divide(m, tmp, out=tmp)
-                tmp *= step_size
+                tmp *= step
                 p -= tmp
 
 
@@ -246,55 +290,108 @@ def make_optimizer(name: str, params: list[np.ndarray], learning_rate: float):
 class PriorEnsemble:
     """Q_k(x) = f(theta_k; x) + beta * f(theta0_k; x), k = 1..K, with a target copy theta^-.
 
-    The randomized prior of Section 7.2.1 replaces the regulariser R(theta; theta^p)
+    The randomized prior of Section 7.2.1 stands in for the regulariser R(theta; theta^p)
     of Algorithm 8: theta0_k is drawn like theta_k and never trained. For index
-    inputs, beta * f(theta0; .) over all input_dim inputs is cached once (exact).
+    inputs, beta * f(theta0; .) over all `input_dim` inputs is cached once (exact).
+    Dense parameters live in one flat buffer (one optimiser pass); with index
+    inputs the one-hot layer W_1 is updated and copied to the target by rows.
     """
 
     def __init__(self, net: EnsembleMLP, num_members: int, rng: np.random.Generator,
                  prior_scale: float = 1.0, optimizer: str = "adam", learning_rate: float = 1e-3):
         self.net, self.K = net, num_members
         self.prior_scale = float(prior_scale)
-        self.params = net.init(rng, num_members)
+        self.sparse = net.index_input
+        init = net.init(rng, num_members)
+        first = 1 if self.sparse else 0
+        self.flat, views = pack(init[first:])
+        self.params = init[:first] + views
+        self.target_flat, target_views = pack(init[first:])
+        self.target_params = [p.copy() for p in init[:first]] + target_views
+        self._flat_grad = np.empty_like(self.flat)
+        self._dirty = np.zeros(net.sizes[0], bool) if self.sparse else None
+        if self.sparse:
+            self._target_cache = np.zeros((net.sizes[0], num_members, net.sizes[-1]), net.dtype)
+            self._target_valid = np.zeros(net.sizes[0], bool)
+        self.opt = make_optimizer(optimizer, self._opt_params(), learning_rate)
         self.prior_params = net.init(rng, num_members) if self.prior_scale else None
-        self.target_params = [p.copy() for p in self.params]
-        self.opt = make_optimizer(optimizer, self.params, learning_rate)
-        self.prior_table = None
+        self._prior_tape, self._fresh_tape = Tape(), Tape()
+        self.prior_table = None                                # (input_dim, K, out) when cached
         if self.prior_params is not None and net.index_input:
-            everything = np.broadcast_to(np.arange(net.sizes[0]), (num_members, net.sizes[0]))
-            self.prior_table = net.forward(self.prior_params, everything) * self.prior_scale
-        self._karange = np.arange(num_members)[:, None]
+            table = net.forward(self.prior_params, np.arange(net.sizes[0]))
+            self.prior_table = np.ascontiguousarray(table.transpose(1, 0, 2)) * self.prior_scale
 
-    def prior(self, x: np.ndarray, members: slice | None = None) -> np.ndarray | None:
-        """beta * f(theta0; x) for all members (or `members`), None without a prior."""
+    def __setstate__(self, state: dict) -> None:
+        """After pickle or deepcopy (which copy views as separate arrays), make the dense
+        parameters views of the flat buffers again, or the optimiser would update stale copies."""
+        self.__dict__.update(state)
+        first = 1 if self.sparse else 0
+        for flat, params in ((self.flat, self.params), (self.target_flat, self.target_params)):
+            i = 0
+            for j in range(first, len(params)):
+                n = params[j].size
+                params[j] = flat[i:i + n].reshape(params[j].shape)
+                i += n
+
+    def _opt_params(self) -> list[np.ndarray]:
+        return [self.params[0], self.flat] if self.sparse else [self.flat]
+
+    def prior(self, x: np.ndarray) -> np.ndarray | None:
+        """beta * f(theta0; x), (K, B, out); None without a prior."""
         if self.prior_params is None:
             return None
         if self.prior_table is not None:
-            table = self.prior_table if members is None else self.prior_table[members]
-            k = self._karange if members is None else np.arange(table.shape[0])[:, None]
-            return table[k, x]
-        pp = self.prior_params if members is None else [p[members] for p in self.prior_params]
-        out = self.net.forward(pp, x)
+            return self.prior_table[x].transpose(1, 0, 2)
+        out = self.net.forward(self.prior_params, x, self._prior_tape)   # scratch: no fresh 0.5 MB arrays
         out *= self.prior_scale
         return out
 
-    def value(self, x: np.ndarray, target: bool = False, tape: Tape | None = None) -> np.ndarray:
-        """(K, B, A) values of the online (or target) ensemble including the prior."""
+    def value(self, x: np.ndarray, target: bool = False, tape: Tape | None = None,
+              prior: np.ndarray | None = None) -> np.ndarray:
+        """(K, B, out) values of the online (or target) ensemble, prior included.
+
+        `prior` may hand in beta * f(theta0; x) computed earlier (it never changes).
+        Target values of index inputs are cached per input until the next `sync_target`
+        (exact: theta^- does not change in between), so each is computed once per period.
+        """
+        if target and self.sparse:
+            fresh = x[~self._target_valid[x]]
+            if fresh.size:
+                fresh = np.unique(fresh)
+                v = self.net.forward(self.target_params, fresh, self._fresh_tape)
+                p = self.prior(fresh)
+                self._target_cache[fresh] = (v if p is None else v + p).transpose(1, 0, 2)
+                self._target_valid[fresh] = True
+            return self._target_cache[x].transpose(1, 0, 2)
         f = self.net.forward(self.target_params if target else self.params, x, tape)
-        p = self.prior(x)
+        p = self.prior(x) if prior is None else prior
         return f if p is None else f + p
 
     def member_value(self, k: int, x: np.ndarray) -> np.ndarray:
-        """(B, A) values of member k alone, for `act`."""
-        sl = slice(k, k + 1)
-        f = self.net.forward([p[sl] for p in self.params], x[None])
-        p = self.prior(x[None], sl)
-        return (f if p is None else f + p)[0]
+        """(B, out) values of member k alone (online weights), for `act`."""
+        f = self.net.forward_member(self.params, k, x)
+        if self.prior_params is None:
+            return f
+        if self.prior_table is not None:
+            return f + self.prior_table[x, k]
+        return f + self.prior_scale * self.net.forward_member(self.prior_params, k, x)
 
     def apply_gradient(self, tape: Tape, dout: np.ndarray) -> None:
         """One optimiser step on sum(dout * Q(x)) for the pass recorded on `tape`."""
-        self.opt.step(self.params, self.net.backward(self.params, tape, dout))
+        grads = self.net.backward(self.params, tape, dout)
+        first = 1 if self.sparse else 0
+        np.concatenate([g.reshape(-1) for g in grads[first:]], out=self._flat_grad)
+        if self.sparse:
+            self._dirty[grads[0].rows] = True
+            self.opt.step(self._opt_params(), [grads[0], self._flat_grad])
+        else:
+            self.opt.step(self._opt_params(), [self._flat_grad])
 
     def sync_target(self) -> None:
-        for t, p in zip(self.target_params, self.params):
-            np.copyto(t, p)
+        """theta^- <- theta (the target network of the TD loss, eq. 5.7); only changed rows of W_1."""
+        np.copyto(self.target_flat, self.flat)
+        if self.sparse:
+            self._target_valid[:] = False
+            rows = np.flatnonzero(self._dirty)
+            self.target_params[0][rows] = self.params[0][rows]
+            self._dirty[rows] = False

@@ -1,5 +1,6 @@
 """Agent registry: name -> (factory(params, env, rng), parameter dataclass)."""
 from rvfx.agents import exploration
+from rvfx.agents.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
 from rvfx.agents.psrl import PSRL, PSRLParams
 from rvfx.agents.rlsvi_linear import LinearRLSVI, LinearRLSVIParams
 from rvfx.agents.rlsvi_tabular import RLSVIParams, TabularRLSVI
@@ -15,6 +16,8 @@ AGENTS = {
     "deepsea_exploitation": (exploration.make_pure_exploitation, exploration.DeepSeaKnownParams),
     "deepsea_myopic": (exploration.make_myopic, exploration.MyopicParams),
     "deepsea_thompson": (exploration.make_thompson, exploration.DeepSeaKnownParams),
+    "ensemble_rlsvi": (make_ensemble_agent, EnsembleParams),
+    "dqn": (make_ensemble_agent, DQNParams),
     "linear_lsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "none"), LinearRLSVIParams),
     "linear_grlsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "gaussian"), LinearRLSVIParams),
     "linear_brlsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "bootstrap"), LinearRLSVIParams),

@@ -9,8 +9,10 @@ acts greedily on one member k ~ Unif(1..K) (Algorithm 8, last line).
 
 The SGD steps run per environment step in `update_buffer` (as in DQN), so the
 per-episode cost is O(H) whatever the history; `learn_from_buffer` only samples
-the member. With K=1, prior_scale=0, mask="none" and an annealed epsilon this is
-DQN (Section 7.2.2, Fig. 16).
+the member. All members read one shared minibatch per step, each through its own
+weights or noise (as the authors' bootstrapped DQN); in expectation member k
+still descends the loss on its own ensemble_buffer[k]. With K=1, prior_scale=0,
+mask="none" and an annealed epsilon this is DQN (Section 7.2.2, Fig. 16).
 """
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ class EnsembleParams:
     hidden2: int = field(default=50, metadata={"min": 0, "doc": "ReLU units of layer 2 (0: one hidden layer)"})
     prior_scale: float = field(default=1.0, metadata={"min": 0.0, "doc": "beta of Q = f + beta*prior (paper: 1)"})
     buffer_size: int = field(default=100_000, metadata={"min": 1, "doc": "FIFO ensemble_buffer capacity (paper: 1e5)"})
-    batch_size: int = field(default=128, metadata={"min": 1, "doc": "minibatch per member per SGD step (paper: 128)"})
+    batch_size: int = field(default=128, metadata={
+        "min": 1, "doc": "minibatch per SGD step, shared by the members (paper: 128)"})
     min_replay: int = field(default=128, metadata={"min": 1, "doc": "SGD starts once the buffer holds this many"})
     gamma: float = field(default=0.99, metadata={"min": 0.0, "max": 1.0, "doc": "TD discount (paper: 0.99)"})
     learning_rate: float = field(default=1e-3, metadata={"gt": 0.0, "doc": "alpha (paper: 1e-3)"})
@@ -62,13 +65,20 @@ class DQNParams(EnsembleParams):
 
 
 class Batch(NamedTuple):
-    """Per-member minibatches, leading axes (K, B); `weight` None means all ones."""
+    """A minibatch of B transitions shared by the members, with each member's perturbation.
+
+    `reward` is (B,), or (K, B) with member k's Gaussian noise added; `weight` is
+    (K, B) bootstrap weights, or None (all ones); `prior`, `next_prior` (K, B, A)
+    are the stored prior-network values of s and s', or None.
+    """
     code: np.ndarray
     action: np.ndarray
     reward: np.ndarray
     discount: np.ndarray
     next_code: np.ndarray
     weight: np.ndarray | None
+    prior: np.ndarray | None = None
+    next_prior: np.ndarray | None = None
 
 
 class EnsembleBuffer:
@@ -77,87 +87,109 @@ class EnsembleBuffer:
     ensemble_buffer[k] of Algorithms 6-7 is this ring seen through member k's
     perturbation, drawn once when the transition is enqueued and fixed after:
     "bootstrap" keeps a bit m_t^k ~ Unif{0,1} and weighs the transition 2 m_t^k
-    (double-or-nothing: uniform sampling with these weights is sampling from
-    ensemble_buffer[k]); "gaussian" keeps z_t^k ~ N(0, noise_scale^2) added to r_t.
-    Each member samples its own minibatch, uniformly with replacement.
+    (double-or-nothing: a uniform draw weighted so is a draw from
+    ensemble_buffer[k], up to scale); "gaussian" keeps z_t^k ~ N(0, noise_scale^2)
+    added to r_t. A minibatch is B uniform draws with replacement, shared by
+    the members (as in the authors' bootstrapped DQN), each seeing it through
+    its own perturbation.
     """
 
     def __init__(self, capacity: int, num_members: int, code_shape: tuple, code_dtype,
-                 rng: np.random.Generator, mask: Mask = "bootstrap", noise_scale: float = 0.0):
+                 rng: np.random.Generator, mask: Mask = "bootstrap", noise_scale: float = 0.0,
+                 prior_actions: int = 0):
         self.capacity, self.K, self.rng, self.mask_kind = capacity, num_members, rng, mask
         self.noise_scale = float(noise_scale)
         self.code = np.zeros((capacity, *code_shape), code_dtype)
         self.next_code = np.zeros((capacity, *code_shape), code_dtype)
-        self.action = np.zeros(capacity, np.int32)
+        self.action = np.zeros(capacity, np.intp)
         self.reward = np.zeros(capacity, np.float32)
         self.discount = np.zeros(capacity, np.float32)
         self.mask = np.zeros((capacity, num_members), bool) if mask == "bootstrap" else None
         self.noise = np.zeros((capacity, num_members), np.float32) if mask == "gaussian" else None
+        # With prior_actions = A, the fixed prior values of s and s' are stored too (dense inputs:
+        # one small forward per step at enqueue instead of two minibatch forwards per SGD step).
+        shape = (capacity, num_members, prior_actions)
+        self.prior = np.zeros(shape, np.float32) if prior_actions else None
+        self.next_prior = np.zeros(shape, np.float32) if prior_actions else None
         self.size = 0
         self._next = 0
-        self._members = np.arange(num_members)[:, None]
 
-    def add(self, code, action: int, reward: float, next_code, discount: float) -> None:
-        """Enqueue (s, a, r, s', discount), overwriting the oldest when full (Algorithms 6-7)."""
+    def add(self, code, action: int, reward: float, next_code, discount: float,
+            prior=None, next_prior=None) -> None:
+        """Enqueue (s, a, r, s', discount) with its K perturbations, overwriting the oldest when full."""
         i = self._next
+        if self.prior is not None:
+            self.prior[i] = prior
+            self.next_prior[i] = next_prior
         self.code[i] = code
         self.next_code[i] = next_code
         self.action[i] = action
         self.reward[i] = reward
         self.discount[i] = discount
         if self.mask is not None:
-            self.mask[i] = self.rng.random(self.K) < 0.5
+            self.mask[i] = self.rng.random(self.K) < 0.5                       # Algorithm 7
         elif self.noise is not None:
-            self.noise[i] = self.noise_scale * self.rng.standard_normal(self.K)
+            self.noise[i] = self.noise_scale * self.rng.standard_normal(self.K)  # Algorithm 6
         self._next = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
-    def sample(self, batch_size: int, member: int | None = None) -> Batch:
-        """A (K, B) minibatch, member k's row drawn from ensemble_buffer[k] (or one member's (1, B))."""
-        rows = 1 if member is not None else self.K
-        idx = self.rng.integers(0, self.size, (rows, batch_size))
-        cols = self._members if member is None else member
+    def sample(self, batch_size: int) -> Batch:
+        idx = self.rng.integers(0, self.size, batch_size)
         reward = self.reward[idx]
         weight = None
         if self.mask is not None:
-            weight = self.mask[idx, cols].astype(np.float32)
+            weight = self.mask[idx].T.astype(np.float32)
             weight *= 2.0
         elif self.noise is not None:
-            reward += self.noise[idx, cols]
+            reward = reward + self.noise[idx].T
+        priors = (None, None) if self.prior is None else \
+            (self.prior[idx].transpose(1, 0, 2), self.next_prior[idx].transpose(1, 0, 2))
         return Batch(self.code[idx], self.action[idx], reward, self.discount[idx],
-                     self.next_code[idx], weight)
-
-
-_FLAT_BASE: dict[tuple, np.ndarray] = {}
+                     self.next_code[idx], weight, *priors)
 
 
 def td_step(ensemble: PriorEnsemble, tape: Tape, target_tape: Tape, x: np.ndarray, action: np.ndarray,
-            reward: np.ndarray, discount: np.ndarray, x_next: np.ndarray,
-            weight: np.ndarray | None) -> float:
-    """One SGD step of every member on its discounted TD loss with target net (eq. 5.7, Alg. 8 l.1-4).
+            reward: np.ndarray, discount: np.ndarray, x_next: np.ndarray, weight: np.ndarray | None,
+            x_index: np.ndarray | None = None, next_index: np.ndarray | None = None,
+            prior: np.ndarray | None = None, next_prior: np.ndarray | None = None) -> float:
+    """One optimiser step of every member on its discounted TD loss with target net (eq. 5.7, Alg. 8 l.1-4).
 
-    Member k minimises 1/(2B) sum_b w_kb (r + discount * max_a' Q^-_k(s', a') - Q_k(s, a))^2,
-    discount = gamma, or 0 for a terminal transition (no bootstrap). Returns the
-    mean loss over members (non-finite when the values diverged).
+    Member k minimises 1/(2B) sum_b w_kb (r_kb + discount_b max_a' Q^-_k(s'_b, a') - Q_k(s_b, a_b))^2,
+    discount = gamma, or 0 for a terminal transition (no bootstrap). With
+    `x_index`, x holds distinct states and sample b is x[x_index[b]] (likewise
+    `next_index`): repeated states then share one forward and backward pass, an
+    exact saving since the gradient is a sum of per-state terms. `prior`,
+    `next_prior` hand in stored prior values of x and x_next. Returns the mean
+    loss over members (non-finite when the values diverged).
     """
-    q = ensemble.value(x, tape=tape)
-    q_next = ensemble.value(x_next, target=True, tape=target_tape)
-    K, B, A = q.shape
-    y = q_next.max(axis=2)
+    q = ensemble.value(x, tape=tape, prior=prior)                        # (K, U, A)
+    q_next = ensemble.value(x_next, target=True, tape=target_tape, prior=next_prior)
+    K, U, A = q.shape
+    B = action.shape[0]
+    v_next = q_next[:, :, 0].copy()                     # max over a few actions: a loop of
+    for a in range(1, A):                                # maximum is ~20x faster than .max(axis=2)
+        np.maximum(v_next, q_next[:, :, a], out=v_next)
+    y = v_next if next_index is None else v_next[:, next_index]          # (K, B)
     y *= discount
     y += reward
-    base = _FLAT_BASE.get((K, B, A))
-    if base is None:
-        base = _FLAT_BASE[(K, B, A)] = np.arange(K * B) * A
-    flat = base + action.ravel()
-    delta = q.reshape(-1)[flat]
-    delta -= y.ravel()
-    g = delta if weight is None else delta * weight.ravel()
-    loss = 0.5 * float(np.dot(g, delta)) / (B * K)
+    members = np.arange(K)[:, None]
+    rows = np.arange(B) if x_index is None else x_index
+    delta = q[members, rows, action]
+    delta -= y
+    g = delta if weight is None else delta * weight
+    loss = 0.5 * float(np.vdot(g, delta)) / (B * K)
     g *= 1.0 / B
-    dout = tape.buf("dout", q.shape, q.dtype)
-    dout.fill(0.0)
-    dout.reshape(-1)[flat] = g
+    dout = tape.buf("dout", (U, K, A), q.dtype).transpose(1, 0, 2)      # (U, K, A) memory
+    if x_index is None:
+        dout.fill(0.0)
+        dout[members, rows, action] = g
+    else:                       # dout[k, u, a] = sum of g[k, b] over samples b of state u and action a
+        onehot = tape.buf("onehot", (B, U * A), q.dtype)
+        onehot.fill(0.0)
+        onehot[np.arange(B), x_index * A + action] = 1.0
+        dsum = tape.buf("dsum", (U * A, K), q.dtype)
+        np.matmul(onehot.T, g.T, out=dsum)
+        dout.transpose(1, 2, 0)[...] = dsum.reshape(U, A, K)
     ensemble.apply_gradient(tape, dout)
     return loss
 
@@ -168,7 +200,7 @@ class EnsembleRLSVI:
     def __init__(self, params: EnsembleParams, representation: Representation, num_actions: int,
                  rng: np.random.Generator):
         if params.hidden1 == 0 and params.hidden2 > 0:
-            raise ValueError("hidden2 > 0 needs hidden1 > 0")
+            raise ValueError("hidden1=0 (a linear Q) needs hidden2=0")
         if params.min_replay > params.buffer_size:
             raise ValueError(f"min_replay ({params.min_replay}) exceeds buffer_size ({params.buffer_size})")
         self.params, self.rep, self.num_actions, self.rng = params, representation, num_actions, rng
@@ -178,10 +210,15 @@ class EnsembleRLSVI:
                                index_input=representation.index_input)
         self.ensemble = PriorEnsemble(self.net, params.K, rng, params.prior_scale,
                                       params.optimizer, params.learning_rate)
+        # a prior without a cached table (dense inputs) is evaluated once per state at enqueue
+        self._store_prior = self.ensemble.prior_params is not None and self.ensemble.prior_table is None
         self.buffer = EnsembleBuffer(params.buffer_size, params.K, representation.code_shape,
-                                     representation.code_dtype, rng, params.mask, params.noise_scale)
+                                     representation.code_dtype, rng, params.mask, params.noise_scale,
+                                     num_actions if self._store_prior else 0)
+        self._last = None                       # (code, prior) of the last new state
         self._terminal_code = np.zeros(representation.code_shape, representation.code_dtype)
         self._tape, self._target_tape = Tape(), Tape()
+        self._discrete = representation.code_shape == ()
         self.episode = 0
         self.active = 0
         self.sgd_steps = 0
@@ -220,19 +257,39 @@ class EnsembleRLSVI:
         """Enqueue the transition with its K perturbations, then take the SGD steps."""
         rep = self.rep
         terminal = transition.new_state is None
-        self.buffer.add(rep.encode(transition.old_state), transition.action, transition.reward,
-                        self._terminal_code if terminal else rep.encode(transition.new_state),
-                        0.0 if terminal else self.params.gamma)
+        code = rep.encode(transition.old_state)
+        next_code = self._terminal_code if terminal else rep.encode(transition.new_state)
+        prior = next_prior = None
+        if self._store_prior:
+            prior = self._prior_of(code)
+            next_prior = self._prior_of(next_code)   # terminal placeholder too: equal codes, equal priors
+        self.buffer.add(code, transition.action, transition.reward, next_code,
+                        0.0 if terminal else self.params.gamma, prior, next_prior)
         if self.buffer.size >= self.params.min_replay:
             for _ in range(self.params.sgd_steps_per_step):
                 self.sgd_step()
 
+    def _prior_of(self, code) -> np.ndarray:
+        """(K, A) prior values of one state; s' of a step is s of the next, so reuse it."""
+        if self._last is not None and np.array_equal(self._last[0], code):
+            return self._last[1]
+        prior = self.ensemble.prior(self.rep.inputs(np.asarray(code, self.rep.code_dtype)[None]))[:, 0].copy()
+        self._last = (np.array(code, copy=True), prior)
+        return prior
+
     def sgd_step(self) -> float:
         """Algorithm 8 lines 1-4 for all K members at once; copies to the target every target_period."""
         batch = self.buffer.sample(self.params.batch_size)
-        loss = td_step(self.ensemble, self._tape, self._target_tape, self.rep.inputs(batch.code),
-                       batch.action, batch.reward, batch.discount, self.rep.inputs(batch.next_code),
-                       batch.weight)
+        code, next_code, x_index, next_index = batch.code, batch.next_code, None, None
+        prior, next_prior = batch.prior, batch.next_prior
+        if self._discrete:                      # repeated states share their passes (exact)
+            code, first, x_index = np.unique(code, return_index=True, return_inverse=True)
+            next_code, next_first, next_index = np.unique(next_code, return_index=True, return_inverse=True)
+            if prior is not None:
+                prior, next_prior = prior[:, first], next_prior[:, next_first]
+        loss = td_step(self.ensemble, self._tape, self._target_tape, self.rep.inputs(code),
+                       batch.action, batch.reward, batch.discount, self.rep.inputs(next_code),
+                       batch.weight, x_index, next_index, prior, next_prior)
         if not math.isfinite(loss):
             self._diverged("SGD")
         self.sgd_steps += 1

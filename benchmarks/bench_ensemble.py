@@ -1,0 +1,135 @@
+"""Cost of ensemble RLSVI (Algorithm 8) per environment step, batched vs a per-member loop, and its memory.
+
+Prints, for K=20, batch 128, deep sea N=25 one-hot pixels, 50-50 ReLU MLP + prior:
+milliseconds per environment step (act + update_buffer + one SGD step of all K
+members) of the batched `EnsembleRLSVI`, the same for a per-member Python loop of
+the same NumPy code (K one-member ensembles sharing the minibatch, as in the
+authors' bootstrapped DQN), their ratio, and the peak traced memory of an agent
+with a full 1e5-transition buffer at N=50. Targets: >= 5x and <= 2 ms per step.
+
+Both wall-clock and process CPU time are shown (medians over interleaved rounds):
+on a shared machine the CPU time is the steadier of the two. BLAS is pinned to one thread, as in the runner.
+Run: .venv/bin/python benchmarks/bench_ensemble.py
+"""
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from rvfx.agents.ensemble import EnsembleParams, EnsembleRLSVI, make_ensemble_agent, td_step  # noqa: E402
+from rvfx.envs.representations import representation_for  # noqa: E402
+from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
+from rvfx.live import live  # noqa: E402
+from rvfx.nn import PriorEnsemble, Tape  # noqa: E402
+
+
+class LoopEnsembleRLSVI(EnsembleRLSVI):
+    """Baseline: the same agent, but each member is its own one-member ensemble updated in a Python loop."""
+
+    def __init__(self, params, representation, num_actions, rng):
+        super().__init__(params, representation, num_actions, rng)
+        self.members = [PriorEnsemble(self.net, 1, rng, params.prior_scale, params.optimizer,
+                                      params.learning_rate) for _ in range(params.K)]
+        self.tapes = [(Tape(), Tape()) for _ in range(params.K)]
+
+    def q_values(self, state, member=None):
+        k = self.active if member is None else member
+        return self.members[k].member_value(0, self._inputs(state))[0]
+
+    def sgd_step(self) -> float:
+        b = self.buffer.sample(self.params.batch_size)
+        code, next_code, x_index, next_index = b.code, b.next_code, None, None
+        if self._discrete:
+            code, x_index = np.unique(code, return_inverse=True)
+            next_code, next_index = np.unique(next_code, return_inverse=True)
+        x, x_next = self.rep.inputs(code), self.rep.inputs(next_code)
+        loss = 0.0
+        for k, (ens, (tape, target_tape)) in enumerate(zip(self.members, self.tapes)):
+            reward = b.reward[k:k + 1] if b.reward.ndim == 2 else b.reward
+            weight = None if b.weight is None else b.weight[k:k + 1]
+            loss += td_step(ens, tape, target_tape, x, b.action, reward, b.discount, x_next, weight,
+                            x_index, next_index)
+        self.sgd_steps += 1
+        if self.sgd_steps % self.params.target_period == 0:
+            for ens in self.members:
+                ens.sync_target()
+        return loss / len(self.members)
+
+
+def time_episodes(agent, env, episodes: int) -> tuple[float, float, int]:
+    """(wall s, CPU s, environment steps) of `episodes` episodes of `live`."""
+    steps0 = agent.sgd_steps
+    wall, cpu = time.perf_counter(), time.process_time()
+    live(agent, env, episodes, log_every="last")
+    return time.perf_counter() - wall, time.process_time() - cpu, agent.sgd_steps - steps0
+
+
+def step_cost(size: int = 25, K: int = 20, rounds: int = 5, batched_episodes: int = 24,
+              loop_episodes: int = 4, warmup_episodes: int = 40):
+    """Median ms per environment step of the batched agent and of the loop baseline, over interleaved rounds.
+
+    Rounds alternate between the two so both see the same machine load; both agents
+    start from the same seeds and are warmed up alike (buffer of 1000 transitions).
+    """
+    params = EnsembleParams(K=K, batch_size=128)
+    agents = {}
+    for name, cls in (("batched", EnsembleRLSVI), ("loop", LoopEnsembleRLSVI)):
+        env = DeepSea(DeepSeaParams(size=size), np.random.default_rng(1))
+        agent = cls(params, representation_for(env), 2, np.random.default_rng(2))
+        live(agent, env, warmup_episodes, log_every="last")
+        agents[name] = (agent, env)
+    per_step = {"batched": [], "loop": []}
+    steps = {"batched": 0, "loop": 0}
+    for _ in range(rounds):
+        for name, episodes in (("batched", batched_episodes), ("loop", loop_episodes)):
+            wall, cpu, n = time_episodes(*agents[name], episodes)
+            per_step[name].append((1e3 * wall / n, 1e3 * cpu / n))
+            steps[name] += n
+    return {name: (float(np.median([w for w, _ in v])), float(np.median([c for _, c in v])), steps[name])
+            for name, v in per_step.items()}
+
+
+def full_buffer_memory(size: int = 50, K: int = 20, capacity: int = 100_000) -> tuple[float, float]:
+    """(peak traced MB, buffer MB) of an agent whose buffer holds `capacity` transitions, after SGD steps."""
+    tracemalloc.start()
+    rng = np.random.default_rng(0)
+    env = DeepSea(DeepSeaParams(size=size), rng)
+    agent = make_ensemble_agent(EnsembleParams(K=K, buffer_size=capacity), env, rng)
+    rep, buf = agent.rep, agent.buffer
+    rows, cols = rng.integers(0, size - 1, capacity), rng.integers(0, size, capacity)
+    for i in range(capacity):
+        r, c = int(rows[i]), int(cols[i])
+        buf.add(rep.encode((r, c)), i & 1, 0.0, rep.encode((r + 1, c)), agent.params.gamma)
+    for _ in range(20):
+        agent.sgd_step()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    buffer_bytes = sum(a.nbytes for a in (buf.code, buf.next_code, buf.action, buf.reward,
+                                          buf.discount, buf.mask) if a is not None)
+    return peak / 2**20, buffer_bytes / 2**20
+
+
+def main() -> None:
+    t0 = time.perf_counter()
+    cost = step_cost()
+    (b_wall, b_cpu, b_steps), (l_wall, l_cpu, l_steps) = cost["batched"], cost["loop"]
+    print("ensemble RLSVI, deep sea N=25 one-hot pixels, K=20, batch 128, MLP 50-50 + prior, Adam")
+    print(f"  batched         : {b_wall:6.3f} ms/step wall, {b_cpu:6.3f} ms/step CPU  ({b_steps} steps)")
+    print(f"  per-member loop : {l_wall:6.3f} ms/step wall, {l_cpu:6.3f} ms/step CPU  ({l_steps} steps)")
+    print(f"  speed-up        : {l_wall / b_wall:5.1f}x wall, {l_cpu / b_cpu:5.1f}x CPU  (target >= 5x)")
+    print(f"  per step        : {b_cpu:.3f} ms CPU, {'within' if b_cpu <= 2.0 else 'ABOVE'} the 2 ms target")
+    peak, buf_mb = full_buffer_memory()
+    print(f"full 1e5 buffer at N=50, K=20: peak traced memory {peak:.1f} MB "
+          f"(buffer arrays {buf_mb:.1f} MB; target < 500 MB)")
+    print(f"benchmark took {time.perf_counter() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The NumPy ensemble MLP (rvfx/nn.py): exact gradients, batched == per-member, optimisers, prior cache."""
+import numpy as np
+import pytest
+
+from rvfx.nn import SGD, Adam, EnsembleMLP, PriorEnsemble, SparseRows, Tape, pack, row_sums
+
+
+def dense_grad(g, shape):
+    if isinstance(g, SparseRows):
+        out = np.zeros(shape, g.values.dtype)
+        out[g.rows] = g.values
+        return out
+    return g
+
+
+def make_input(net, rng, B, dtype=np.float64):
+    if net.index_input:
+        return rng.integers(0, net.sizes[0], B)
+    return rng.standard_normal((B, net.sizes[0])).astype(dtype)
+
+
+@pytest.mark.parametrize("index_input", [True, False])
+@pytest.mark.parametrize("hidden", [(7, 5), (6,), ()])
+def test_gradient_matches_finite_differences(index_input, hidden):
+    """Backprop (incl. the row-gather layer, duplicate indices, ReLU, several members) equals central differences."""
+    rng = np.random.default_rng(0)
+    K, B, D, A = 3, 9, 6, 2
+    net = EnsembleMLP(D, hidden, A, index_input=index_input, dtype=np.float64)
+    params = net.init(rng, K)
+    for p in params:                       # nonzero biases, so that every parameter matters
+        p += 0.1 * rng.standard_normal(p.shape)
+    x = np.array([0, 3, 3, 5, 1, 3, 0, 2, 5]) if index_input else make_input(net, rng, B)
+    dout = rng.standard_normal((K, B, A))
+    tape = Tape()
+    net.forward(params, x, tape)
+    grads = net.backward(params, tape, dout)
+
+    def loss():
+        return float(np.sum(dout * net.forward(params, x)))
+
+    eps = 1e-6
+    for p, g in zip(params, grads):
+        g = dense_grad(g, p.shape)
+        assert g.shape == p.shape
+        numeric = np.zeros_like(p)
+        for i in np.ndindex(p.shape):
+            old = p[i]
+            p[i] = old + eps
+            up = loss()
+            p[i] = old - eps
+            down = loss()
+            p[i] = old
+            numeric[i] = (up - down) / (2 * eps)
+        np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("rows", [
+    np.array([4, 1, 4, 4, 0, 9, 1, 7]),        # duplicates, unsorted
+    np.array([3, 3, 3, 3, 3]),                 # one index only
+    np.array([0, 2, 5, 6]),                    # distinct and sorted: returned as is
+])
+def test_row_sums_equals_scatter_add(rows):
+    rng = np.random.default_rng(1)
+    values = rng.standard_normal((rows.size, 3, 4)).astype(np.float32)
+    expected = np.zeros((10, 3, 4), np.float32)
+    np.add.at(expected, rows, values)          # the slow reference
+    got = row_sums(rows, values)
+    assert np.array_equal(got.rows, np.unique(rows))
+    np.testing.assert_allclose(got.values, expected[got.rows], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("index_input", [True, False])
+def test_batched_members_equal_per_member_loop(index_input):
+    """K stacked members == K one-member networks run in a Python loop: outputs, gradients, Adam steps."""
+    rng = np.random.default_rng(2)
+    K, B, D, A = 4, 16, 12, 3
+    net = EnsembleMLP(D, (10, 8), A, index_input=index_input)
+    params = net.init(rng, K)
+    members = [EnsembleMLP.member(params, k) for k in range(K)]
+    opt = Adam(params, 1e-2)
+    opts = [Adam(m, 1e-2) for m in members]
+    tape, tapes = Tape(), [Tape() for _ in range(K)]
+    for _ in range(3):
+        x = make_input(net, rng, B, np.float32)
+        dout = rng.standard_normal((K, B, A)).astype(np.float32)
+        out = net.forward(params, x, tape).copy()
+        for k in range(K):
+            out_k = net.forward(members[k], x, tapes[k])
+            np.testing.assert_allclose(out[k], out_k[0], rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(net.forward_member(params, k, x), out_k[0], rtol=1e-5, atol=1e-6)
+        grads = net.backward(params, tape, dout)
+        for k in range(K):
+            grads_k = net.backward(members[k], tapes[k], dout[k:k + 1])
+            for i, (g, gk) in enumerate(zip(grads, grads_k)):
+                member_slice = (slice(None), slice(k, k + 1)) if i == 0 else slice(k, k + 1)
+                np.testing.assert_allclose(dense_grad(g, params[i].shape)[member_slice],
+                                           dense_grad(gk, members[k][i].shape), rtol=1e-5, atol=1e-6)
+            opts[k].step(members[k], grads_k)
+        opt.step(params, grads)
+    for k in range(K):
+        for p, pk in zip(EnsembleMLP.member(params, k), members[k]):
+            np.testing.assert_allclose(p, pk, rtol=1e-5, atol=1e-6)
+
+
+def test_float32_throughout():
+    """No silent float64 upcast in activations, gradients or optimiser state."""
+    rng = np.random.default_rng(3)
+    net = EnsembleMLP(20, (8, 8), 2, index_input=True)
+    ens = PriorEnsemble(net, 5, rng, prior_scale=1.0)
+    tape = Tape()
+    x = rng.integers(0, 20, 32)
+    q = ens.value(x, tape=tape)
+    assert q.dtype == np.float32
+    grads = net.backward(ens.params, tape, np.ones_like(q))
+    assert all((g.values if isinstance(g, SparseRows) else g).dtype == np.float32 for g in grads)
+    ens.apply_gradient(tape, np.ones_like(q))
+    assert all(p.dtype == np.float32 for p in ens.params + ens.target_params)
+    assert all(m.dtype == np.float32 for m in ens.opt.m + ens.opt.v)
+    assert ens.prior_table.dtype == np.float32
+
+
+def adam_reference(p, grads, lr, b1=0.9, b2=0.999, eps=1e-8):
+    m = np.zeros_like(p)
+    v = np.zeros_like(p)
+    for t, g in enumerate(grads, 1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        p = p - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+    return p
+
+
+def test_adam_dense_matches_textbook_and_sparse_is_lazy():
+    rng = np.random.default_rng(4)
+    p0 = rng.standard_normal((6, 2, 3))
+    gs = [rng.standard_normal(p0.shape) for _ in range(5)]
+    p = p0.copy()
+    opt = Adam([p], 1e-2)
+    for g in gs:
+        opt.step([p], [g.copy()])
+    np.testing.assert_allclose(p, adam_reference(p0, gs, 1e-2), rtol=1e-10, atol=1e-12)
+
+    # every row seen each step: the lazy rule is Adam; a row never seen never moves
+    seen = np.array([0, 2, 3, 5])
+    p = p0.copy()
+    opt = Adam([p], 1e-2)
+    for g in gs:
+        opt.step([p], [SparseRows(seen, g[seen].copy())])
+    ref = adam_reference(p0[seen], [g[seen] for g in gs], 1e-2)
+    np.testing.assert_allclose(p[seen], ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(p[[1, 4]], p0[[1, 4]])
+
+
+def test_sgd_sparse_rows_is_exact():
+    rng = np.random.default_rng(5)
+    p0 = rng.standard_normal((8, 3))
+    rows = np.array([1, 4, 6])
+    vals = rng.standard_normal((3, 3))
+    p = p0.copy()
+    SGD([p], 0.5).step([p], [SparseRows(rows, vals.copy())])
+    dense = np.zeros_like(p0)
+    dense[rows] = vals
+    np.testing.assert_allclose(p, p0 - 0.5 * dense)
+
+
+def test_pack_gives_views_into_one_buffer():
+    arrays = [np.arange(6.0).reshape(2, 3), np.ones(4)]
+    flat, views = pack(arrays)
+    assert flat.size == 10 and all(np.shares_memory(flat, v) for v in views)
+    flat += 1
+    np.testing.assert_array_equal(views[0], arrays[0] + 1)
+
+
+@pytest.mark.parametrize("index_input", [True, False])
+def test_prior_is_fixed_and_cached_exactly(index_input):
+    """Q = f + beta f(theta0): the cached prior table is exact, theta0 never trains, target cache is exact."""
+    rng = np.random.default_rng(6)
+    D, K, beta = 10, 4, 3.0
+    net = EnsembleMLP(D, (6, 6), 2, index_input=index_input)
+    ens = PriorEnsemble(net, K, rng, prior_scale=beta, learning_rate=0.05)
+    prior0 = [p.copy() for p in ens.prior_params]
+    x = make_input(net, rng, 12, np.float32)
+    np.testing.assert_allclose(ens.prior(x), beta * net.forward(ens.prior_params, x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ens.value(x), net.forward(ens.params, x) + ens.prior(x), rtol=1e-6)
+    tape = Tape()
+    for step in range(6):
+        q = ens.value(x, tape=tape)
+        ens.apply_gradient(tape, np.ones_like(q))
+        # target values (cached per input for index inputs) equal a fresh pass with theta^-
+        fresh = net.forward(ens.target_params, x) + ens.prior(x)
+        np.testing.assert_allclose(ens.value(x, target=True), fresh, rtol=1e-6, atol=1e-6)
+        if step % 2 == 1:
+            ens.sync_target()
+            for t, p in zip(ens.target_params, ens.params):
+                np.testing.assert_array_equal(t, p)
+    for p, p0 in zip(ens.prior_params, prior0):
+        np.testing.assert_array_equal(p, p0)
+    for k in range(K):
+        np.testing.assert_allclose(ens.member_value(k, x), ens.value(x)[k], rtol=1e-5, atol=1e-6)
+
+
+def test_glorot_uniform_limits():
+    rng = np.random.default_rng(7)
+    net = EnsembleMLP(300, (50,), 2)
+    w1, b1, w2, _ = net.init(rng, 3)
+    limit = np.sqrt(6 / 350)
+    assert w1.shape == (300, 3, 50) and b1.shape == (3, 50) and w2.shape == (3, 50, 2)
+    assert np.abs(w1).max() <= limit and np.abs(w1).max() > 0.95 * limit
+    assert np.all(b1 == 0)
+    # uniform on [-L, L] has variance L^2 / 3
+    assert abs(w1.var() / (limit ** 2 / 3) - 1) < 0.05
