@@ -78,7 +78,7 @@ def test_bootstrap_resamples_counts_with_replacement():
     agent = TabularRLSVI((1, 1, 2), np.random.default_rng(3), RLSVIParams(v=1.0, lam=1.0), "bootstrap")
     for a in [0] * 30 + [1] * 10:
         agent.update_buffer(Transition((0, 0), a, 0.0, None, 0))
-    counts = np.array([agent._bootstrap_statistics()[0][0, 0] for _ in range(4000)])
+    counts = np.array([agent.store.bootstrap_statistics(agent.rng)[0][0, 0] for _ in range(4000)])
     np.testing.assert_array_equal(counts.sum(axis=1), 40)          # resample of the same size
     # count of action 1 ~ Binomial(40, 1/4)
     assert abs(counts[:, 1].mean() - 10) < 4 * np.sqrt(40 * 0.25 * 0.75 / 4000)

@@ -26,7 +26,7 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.tabular import ActRule, TabularAgent, act_fields
+from rvfx.agents.tabular import ActRule, TabularAgent, TransitionStore, act_fields
 from rvfx.envs.features import coherent_basis, misspecify, one_hot_basis
 from rvfx.params import Expr, evaluate
 
@@ -122,9 +122,8 @@ class LinearRLSVI:
         self.next_sum = np.zeros((self.H, M, self.S))     # sum_t phi_t e(s'_t)^T
         self.count = np.zeros((self.H, self.S, self.A))   # n_h(s, a): square root of the Gram
         self.steps = 0
-        if perturbation == "bootstrap":                   # resampling needs every transition
-            self._data = np.empty((1024, 3))              # flat (h,s,a) index, reward, next flat index
-            self._n = 0
+        # resampling needs every transition
+        self.store = TransitionStore(env.shape) if perturbation == "bootstrap" else None
         self.theta = np.zeros((self.H, M))
         self.set_q(np.zeros((self.H, self.S, self.A)))
 
@@ -139,26 +138,15 @@ class LinearRLSVI:
             self.next_sum[h, :, transition.new_state[1]] += x
         self.count[h, s, a] += 1.0
         self.steps += 1
-        if self.perturbation == "bootstrap":
-            atom = (h * self.S + s) * self.A + a
-            nxt = -1 if transition.new_state is None else atom * self.S + transition.new_state[1]
-            if self._n == len(self._data):
-                self._data = np.concatenate([self._data, np.empty_like(self._data)])
-            self._data[self._n] = (atom, r, nxt)
-            self._n += 1
+        if self.store is not None:
+            self.store.add(transition)
 
     def _bootstrap_statistics(self):
-        """Statistics of a with-replacement resample of all stored transitions (eq. 5.6), vectorized."""
-        n = self._n
-        data = self._data[:n]
-        w = np.bincount(self.rng.integers(0, n, n), minlength=n).astype(float) if n else np.zeros(0)
-        size = self.H * self.S * self.A
-        idx = data[:, 0].astype(np.int64)
-        count = np.bincount(idx, weights=w, minlength=size).reshape(self.H, self.S * self.A)
-        reward_sum = np.bincount(idx, weights=w * data[:, 1], minlength=size).reshape(count.shape)
-        has = data[:, 2] >= 0
-        next_count = np.bincount(data[has, 2].astype(np.int64), weights=w[has],
-                                 minlength=size * self.S).reshape(self.H, self.S * self.A, self.S)
+        """Row statistics of a with-replacement resample of all stored transitions (eq. 5.6)."""
+        count, reward_sum, next_count = self.store.bootstrap_statistics(self.rng)
+        count = count.reshape(self.H, self.S * self.A)
+        reward_sum = reward_sum.reshape(self.H, self.S * self.A)
+        next_count = next_count.reshape(self.H, self.S * self.A, self.S)
         phi_t = self._phi_rows.transpose(0, 2, 1)                     # (H, M, S*A)
         gram = (phi_t * count[:, None, :]) @ self._phi_rows
         targets = (reward_sum[:, None, :] @ self._phi_rows)[:, 0]

@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.tabular import ActRule, TabularAgent, act_fields
+from rvfx.agents.tabular import ActRule, TabularAgent, TransitionStore, act_fields
 from rvfx.params import Expr, evaluate
 
 
@@ -40,38 +40,16 @@ class TabularRLSVI(TabularAgent):
         self.lam = evaluate(params.lam, {"H": H, "v": self.v})
         self.prior_mean = evaluate(params.prior_mean, {"H": H})
         self.perturbation = perturbation
-        if perturbation == "bootstrap":   # the bootstrap resamples transitions, so keep them
-            self._data = np.empty((1024, 3))   # flat (h,s,a) index, reward, next flat index
-            self._n = 0
+        self.store = TransitionStore(shape) if perturbation == "bootstrap" else None
 
     def update_buffer(self, transition) -> None:
         super().update_buffer(transition)
-        if self.perturbation == "bootstrap":
-            (h, s), a = transition.old_state, transition.action
-            nxt = -1 if transition.new_state is None else (h * self.S + s) * self.A * self.S \
-                + a * self.S + transition.new_state[1]
-            if self._n == len(self._data):
-                self._data = np.concatenate([self._data, np.empty_like(self._data)])
-            self._data[self._n] = ((h * self.S + s) * self.A + a, transition.reward, nxt)
-            self._n += 1
-
-    def _bootstrap_statistics(self):
-        """Counts and sums of a with-replacement resample of all stored transitions (eq. 5.6)."""
-        n = self._n
-        data = self._data[:n]
-        w = np.bincount(self.rng.integers(0, n, n), minlength=n).astype(float) if n else np.zeros(0)
-        size = self.H * self.S * self.A
-        idx = data[:, 0].astype(np.int64)
-        count = np.bincount(idx, weights=w, minlength=size).reshape(self.count.shape)
-        reward_sum = np.bincount(idx, weights=w * data[:, 1], minlength=size).reshape(self.count.shape)
-        has_next = data[:, 2] >= 0
-        next_count = np.bincount(data[has_next, 2].astype(np.int64), weights=w[has_next],
-                                 minlength=size * self.S).reshape(self.next_count.shape)
-        return count, reward_sum, next_count
+        if self.store is not None:
+            self.store.add(transition)
 
     def learn_from_buffer(self) -> None:
         if self.perturbation == "bootstrap":
-            count, reward_sum, next_count = self._bootstrap_statistics()
+            count, reward_sum, next_count = self.store.bootstrap_statistics(self.rng)
         else:
             count, reward_sum, next_count = self.count, self.reward_sum, self.next_count
         shape = count.shape

@@ -65,3 +65,39 @@ class TabularAgent:
         if transition.new_state is not None:
             self.next_count[h, s, a, transition.new_state[1]] += 1
         self.steps += 1
+
+
+class TransitionStore:
+    """Every transition of a layered MDP as (flat (h,s,a), reward, flat next index), for the
+    bootstrap (eq. 5.6), which resamples transitions and so cannot use counts alone when
+    rewards are noisy."""
+
+    def __init__(self, shape):
+        self.H, self.S, self.A = shape
+        self._data = np.empty((1024, 3))
+        self._n = 0
+
+    def add(self, transition) -> None:
+        (h, s), a = transition.old_state, transition.action
+        atom = (h * self.S + s) * self.A + a
+        nxt = -1 if transition.new_state is None else atom * self.S + transition.new_state[1]
+        if self._n == len(self._data):
+            self._data = np.concatenate([self._data, np.empty_like(self._data)])
+        self._data[self._n] = (atom, transition.reward, nxt)
+        self._n += 1
+
+    def bootstrap_statistics(self, rng: np.random.Generator):
+        """Counts (H,S,A), reward sums (H,S,A) and next-state counts (H,S,A,S) of a
+        with-replacement resample of the stored transitions, by weighted bincounts."""
+        n = self._n
+        data = self._data[:n]
+        w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float) if n else np.zeros(0)
+        shape = (self.H, self.S, self.A)
+        size = self.H * self.S * self.A
+        idx = data[:, 0].astype(np.int64)
+        count = np.bincount(idx, weights=w, minlength=size).reshape(shape)
+        reward_sum = np.bincount(idx, weights=w * data[:, 1], minlength=size).reshape(shape)
+        has_next = data[:, 2] >= 0
+        next_count = np.bincount(data[has_next, 2].astype(np.int64), weights=w[has_next],
+                                 minlength=size * self.S).reshape(shape + (self.S,))
+        return count, reward_sum, next_count
