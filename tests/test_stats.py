@@ -1,0 +1,46 @@
+"""Learning-time summaries: eq. 7.1, censored medians, log-log slopes."""
+import numpy as np
+
+from rvfx.live import LearningTime, log_grid
+from rvfx.stats import censored_median, fit_loglog
+
+
+def test_learning_time_is_first_L_above_one_with_average_regret_at_most_half():
+    lt = LearningTime()
+    for regret in [0.0, 1.0, 1.0, 0.0, 0.0, 0.0]:
+        lt.update(regret)
+    # cumulative regret 0, 1, 2, 2, 2, 2 -> ratios (L=2) 0.5 -> learning time 2
+    assert lt.value == 2
+    lt = LearningTime()
+    for regret in [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]:
+        lt.update(regret)
+    # cumulative 1, 2, 3, 3, 3, 3: 3/6 = 0.5 first at L=6
+    assert lt.value == 6
+
+
+def test_log_grid_has_the_first_ten_and_the_last_episode():
+    g = log_grid(12345)
+    assert list(g[:10]) == list(range(1, 11)) and g[-1] == 12345
+    assert np.all(np.diff(g) > 0) and len(g) < 200
+
+
+def test_censored_median_counts_censored_runs_as_infinite():
+    assert censored_median(np.array([1.0, 2.0, np.nan])) == 2.0
+    assert np.isnan(censored_median(np.array([1.0, np.nan, np.nan])))
+
+
+def test_fit_recovers_a_known_power_law_with_a_ci_that_covers_it():
+    rng = np.random.default_rng(0)
+    sizes = np.repeat([4, 6, 8, 12, 16], 20)
+    times = 3.0 * sizes ** 2.5 * np.exp(rng.normal(0, 0.2, sizes.size))
+    fit = fit_loglog(sizes, times)
+    assert abs(fit.slope - 2.5) < 0.1
+    assert fit.lo < 2.5 < fit.hi and fit.hi - fit.lo < 0.3
+
+
+def test_sizes_with_a_censored_median_are_reported_not_fitted():
+    sizes = np.repeat([4, 8, 16], 3)
+    times = np.array([16, 16, 16, 64, 64, 64, np.nan, np.nan, 256.0])
+    fit = fit_loglog(sizes, times)
+    assert fit.sizes_used == [4.0, 8.0] and fit.sizes_censored == [16.0]
+    assert abs(fit.slope - 2.0) < 1e-9
