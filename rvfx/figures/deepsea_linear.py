@@ -1,0 +1,492 @@
+"""Figs. 6-13: linear RLSVI on deep sea (Sec. 7.1.2-7.1.4): regret, learning-time scaling in N
+and M, misspecification, (lambda, v) tuning, and bootstrap vs Gaussian randomization."""
+from __future__ import annotations
+
+import matplotlib.ticker as mticker
+import numpy as np
+import pandas as pd
+
+from rvfx.figures import register
+from rvfx.figures.common import band, plt, save, scaling_panel, write_table
+from rvfx.results import load_spec_value, load_table
+from rvfx.stats import censored_median, fit_loglog, mean_sem
+
+LT_LABEL = "learning time (episodes, eq. 7.1)"
+CENSORED_NOTE = "dots: runs; line: median; open triangles: censored runs at their cap"
+
+
+def _lt(g: pd.DataFrame) -> np.ndarray:
+    """Learning times as floats, NaN for censored runs."""
+    return pd.to_numeric(g["learning_time"], errors="coerce").to_numpy(float)
+
+
+def _fmt_fit(fit) -> str:
+    return f"{fit.slope:.2f} [{fit.lo:.2f}, {fit.hi:.2f}]" if np.isfinite(fit.slope) else "n/a"
+
+
+def _seeds(df: pd.DataFrame) -> int:
+    return int(df["seed"].nunique())
+
+
+def _cap(results, exp: str) -> int:
+    """The episode cap of a learning-time sweep (censored runs stop there)."""
+    return int(load_spec_value(results, exp, ("episodes",)))
+
+
+def _log_axes(ax, xs) -> None:
+    """Log-log axes with plain-number ticks: x ticks at the grid values `xs`."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    xs = np.unique(np.asarray(xs, float))
+    ax.set_xticks(xs, [f"{x:g}" for x in xs])
+    ax.xaxis.set_minor_locator(mticker.NullLocator())
+    fmt = mticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5))
+    ax.yaxis.set_major_formatter(fmt)
+    ax.yaxis.set_minor_formatter(fmt)
+
+
+def _lt_curve(ax, g: pd.DataFrame, x: str, color, label: str, linestyle="-", marker="o", jitter_seed=0):
+    """Learning time of the runs in `g` against column `x`: a dot per run, an open triangle at
+    the cap for a censored run, and the censored median per x (left out where censored)."""
+    lt, xs = _lt(g), g[x].to_numpy(float)
+    cens = np.isnan(lt)
+    jitter = 1 + 0.04 * (np.random.default_rng(jitter_seed).random(len(xs)) - 0.5)
+    ax.scatter(xs[~cens] * jitter[~cens], lt[~cens], s=8, alpha=0.35, color=color, marker=marker)
+    if cens.any():
+        ax.scatter(xs[cens] * jitter[cens], g["episodes_run"].to_numpy(float)[cens], marker="^", s=30,
+                   facecolors="none", edgecolors=color)
+    ux = np.unique(xs)
+    med = np.array([censored_median(lt[xs == u]) for u in ux])
+    ok = ~np.isnan(med)
+    ax.plot(ux[ok], med[ok], linestyle=linestyle, marker=marker, ms=3, color=color, label=label)
+
+
+def _breakpoint(x: np.ndarray, y: np.ndarray) -> float:
+    """Where a continuous two-piece line in (log x, log y) fits the medians best: the grid value
+    of x at the kink (NaN with fewer than 4 points)."""
+    if len(x) < 4:
+        return np.nan
+    lx, ly = np.log(x), np.log(y)
+    best, where = np.inf, np.nan
+    for b in lx[1:-1]:
+        design = np.column_stack([np.ones_like(lx), lx, np.maximum(lx - b, 0.0)])
+        resid = ly - design @ np.linalg.lstsq(design, ly, rcond=None)[0]
+        if resid @ resid < best:
+            best, where = resid @ resid, float(np.exp(b))
+    return where
+
+
+def _zero_axis(values: np.ndarray):
+    """Positions for a log axis that must also show 0: 0 goes one decade below the smallest
+    positive value. Returns (position function, ticks, tick labels)."""
+    pos = np.sort(values[values > 0])
+    if not len(pos):
+        return (lambda v: np.ones_like(np.asarray(v, float))), [1.0], ["0"]
+    zero_at = pos[0] / 10
+
+    def place(v):
+        v = np.asarray(v, float)
+        return np.where(v > 0, v, zero_at)
+
+    decades = range(int(np.floor(np.log10(pos[0]))), int(np.ceil(np.log10(pos[-1]))) + 1)
+    ticks = [zero_at] + [10.0 ** k for k in decades]
+    labels = ["0"] + [f"$10^{{{k}}}$" for k in decades]
+    return place, ticks, labels
+
+
+# ---------------------------------------------------------------------------------------------
+# Fig. 6
+
+@register("deepsea_linear", ["deepsea_linear"],
+          "Fig. 6: cumulative regret of linear learn_grlsvi on deep sea (N=50, M=50), mean +- 1 s.e. "
+          "over treasure and bomb seeds; epsilon-greedy LSVI as a dithering reference")
+def fig_linear_regret(results, out):
+    exp = "deepsea_linear"
+    eps = load_table(results, exp, "episodes")
+    runs = load_table(results, exp, "runs")
+    size = load_spec_value(results, exp, ("env", "size"))
+    agents = load_spec_value(results, exp, ("agents",)) or {}
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    for i, (agent, g) in enumerate(eps.groupby("agent", sort=False)):
+        params = agents.get(agent, {})
+        desc = f"{agent} [{params.get('algorithm', '')}, M={params.get('M', '?')}]"
+        band(ax, g, "episode", "cum_regret", f"{desc}, pooled ({g['run_id'].nunique()} runs)", color=f"C{i}")
+        for chest, style in ((True, "--"), (False, ":")):
+            sub = g[g["env.treasure"] == chest]
+            if sub.empty:
+                continue
+            name = f"{agent}, {'treasure' if chest else 'bomb'} ({sub['run_id'].nunique()})"
+            line = band(ax, sub, "episode", "cum_regret", name, color=f"C{i}")
+            line.set_linestyle(style)
+            line.set_linewidth(1)
+            band(ax2, sub.assign(avg=sub["cum_regret"] / sub["episode"]), "episode", "avg", name,
+                 color=f"C{i}").set_linestyle(style)
+    ax.set_xlabel("episode")
+    ax.set_ylabel("cumulative regret (symlog)")
+    ax.set_yscale("symlog", linthresh=10)
+    ax.set_title(f"Deep sea N={size}: cumulative regret, mean ± 1 s.e.", fontsize=10)
+    ax.legend(fontsize=6)
+    ax2.axhline(0.5, color="grey", lw=0.8, ls="-", label="0.5: learning-time threshold (eq. 7.1)")
+    ax2.set_xscale("log")
+    ax2.set_xlabel("episode L")
+    ax2.set_ylabel("average regret per episode, Regret(L) / L")
+    ax2.set_title("per chest, mean ± 1 s.e.", fontsize=10)
+    ax2.legend(fontsize=6)
+    fig.suptitle(f"{_seeds(runs)} seeds per chest; solid: treasure and bomb pooled (as in the paper), "
+                 "dashed: treasure only, dotted: bomb only", fontsize=8)
+    rows = []
+    for (agent, chest), g in runs.groupby(["agent", "env.treasure"], sort=False):
+        m = mean_sem(g.assign(k=0), ["k"], "final_cum_regret").iloc[0]
+        lt = _lt(g)
+        rows.append({"agent": agent, "chest": "treasure" if chest else "bomb", "seeds": len(g),
+                     "episodes": int(g["episodes_run"].max()),
+                     "final cumulative regret": f"{m['mean']:.1f} ± {m['sem']:.1f}",
+                     "learning time (median)": ("censored" if np.isnan(censored_median(lt))
+                                                else f"{censored_median(lt):.0f}"),
+                     "runs never learnt": f"{int(np.isnan(lt).sum())}/{len(g)}"})
+    return save(fig, out, "deepsea_linear") + write_table(pd.DataFrame(rows), out, "deepsea_linear_summary")
+
+
+# ---------------------------------------------------------------------------------------------
+# Fig. 7
+
+@register("deepsea_linear_scaling", ["deepsea_linear_scaling"],
+          "Fig. 7: learning time of linear learn_grlsvi vs N for several M (treasure): (a) raw, (b) log-log "
+          "with fitted slope and 95% bootstrap CI; censored runs as open triangles")
+def fig_linear_scaling(results, out):
+    exp = "deepsea_linear_scaling"
+    runs = load_table(results, exp, "runs").sort_values("agent.M", kind="stable")
+    runs = runs.assign(features="M=" + runs["agent.M"].astype(int).astype(str))
+    fig, (ax_raw, ax_log) = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
+    for i, (name, g) in enumerate(runs.groupby("features", sort=False)):
+        _lt_curve(ax_raw, g, "env.size", f"C{i}", name, jitter_seed=i)
+    ax_raw.legend(fontsize=7, title="median", title_fontsize=7)
+    fits = scaling_panel(ax_log, runs, "env.size", "features", loglog=True)
+    ns = np.sort(runs["env.size"].unique()).astype(float)
+    first = censored_median(_lt(runs[runs["env.size"] == ns[0]]))
+    if np.isfinite(first):          # a slope-2 guide through the smallest size's median (all M)
+        ax_log.plot(ns, first * (ns / ns[0]) ** 2, color="grey", ls=":", lw=1, label="slope 2 (paper's reading)")
+        ax_log.legend(fontsize=7, title="median; slope [95% bootstrap CI]", title_fontsize=7)
+    _log_axes(ax_log, ns)
+    for a, t in ((ax_raw, "(a) raw values"), (ax_log, "(b) log-log: slope = scaling exponent")):
+        a.set_xlabel("deep sea size N")
+        a.set_ylabel(LT_LABEL)
+        a.set_title(t, fontsize=10)
+    fig.suptitle(f"Linear learn_grlsvi, treasure, {_seeds(runs)} seeds per (N, M), cap {_cap(results, exp)} "
+                 f"episodes; {CENSORED_NOTE}", fontsize=8)
+    rows = []
+    for name, fit in fits.items():
+        g = runs[runs["features"] == name]
+        med = {int(n): censored_median(_lt(s)) for n, s in g.groupby("env.size")}
+        rows.append({"M": int(g["agent.M"].iloc[0]), "slope": round(fit.slope, 2),
+                     "95% CI": f"[{fit.lo:.2f}, {fit.hi:.2f}]",
+                     "sizes fitted": " ".join(str(int(s)) for s in fit.sizes_used),
+                     "sizes with censored median": " ".join(str(int(s)) for s in fit.sizes_censored),
+                     "censored runs": f"{int(g['censored'].sum())}/{len(g)}",
+                     "median learning time by N": " ".join(f"{n}:{'cens' if np.isnan(v) else int(v)}"
+                                                          for n, v in med.items())})
+    return save(fig, out, "deepsea_linear_scaling") + write_table(pd.DataFrame(rows), out,
+                                                                  "deepsea_linear_scaling_slopes")
+
+
+# ---------------------------------------------------------------------------------------------
+# Fig. 8 and 13b: learning time vs M
+
+def _vs_m_rows(runs: pd.DataFrame, label: str) -> list[dict]:
+    """Per N: log-log slope of the median learning time in M below and at/above M = 2N, and the
+    best-fitting kink of a two-piece line (where the curve bends)."""
+    rows = []
+    for n, g in runs.groupby("env.size"):
+        m, lt = g["agent.M"].to_numpy(float), _lt(g)
+        below, above = m < 2 * n, m >= 2 * n
+        ux = np.unique(m)
+        med = np.array([censored_median(lt[m == u]) for u in ux])
+        ok = ~np.isnan(med)
+        at2n = censored_median(lt[m == 2 * n]) if (m == 2 * n).any() else np.nan
+        rows.append({"runs": label, "N": int(n), "2N": int(2 * n),
+                     "slope for M < 2N [95% CI]": _fmt_fit(fit_loglog(m[below], lt[below])),
+                     "slope for M >= 2N [95% CI]": _fmt_fit(fit_loglog(m[above], lt[above])),
+                     "best kink M (two-piece log-log fit)": (f"{_breakpoint(ux[ok], med[ok]):.0f}"
+                                                             if ok.sum() >= 4 else "n/a"),
+                     "median at M=2N": "n/a" if np.isnan(at2n) else int(at2n),
+                     "median at largest M": ("cens" if np.isnan(med[-1]) else int(med[-1])),
+                     "censored runs": f"{int(np.isnan(lt).sum())}/{len(g)}"})
+    return rows
+
+
+def _vs_m_panel(ax, runs: pd.DataFrame, linestyle="-", marker="o", labels=True):
+    """Learning time vs M, one colour per N, dotted vertical line at M = 2N."""
+    for i, (n, g) in enumerate(runs.groupby("env.size")):
+        color = f"C{i}"
+        _lt_curve(ax, g, "agent.M", color, f"N={int(n)} (dotted: M=2N={int(2 * n)})" if labels else None,
+                  linestyle, marker, jitter_seed=i)
+        ax.axvline(2 * n, color=color, ls=":", lw=1)
+
+
+@register("deepsea_linear_features", ["deepsea_linear_features"],
+          "Fig. 8: learning time of linear learn_grlsvi vs features per row M for several N, dotted lines at "
+          "M = 2N; both readings of the random basis (random unit vectors, orthonormal)")
+def fig_linear_features(results, out):
+    exp = "deepsea_linear_features"
+    runs = load_table(results, exp, "runs")
+    agents = load_spec_value(results, exp, ("agents",)) or {}
+    labels = list(dict.fromkeys(runs["agent"]))
+    fig, axes = plt.subplots(2, len(labels), figsize=(6 * len(labels), 8.5), squeeze=False, layout="constrained")
+    rows = []
+    for j, label in enumerate(labels):
+        g = runs[runs["agent"] == label]
+        basis = agents.get(label, {}).get("basis", "random_unit")
+        for i, loglog in enumerate((False, True)):
+            ax = axes[i, j]
+            _vs_m_panel(ax, g)
+            if loglog:
+                _log_axes(ax, g["agent.M"])
+            ax.set_xlabel("features per row M")
+            ax.set_ylabel(LT_LABEL)
+            ax.set_title(f"{label} (basis: {basis}){', log-log' if loglog else ''}", fontsize=9)
+            ax.legend(fontsize=7)
+        rows += _vs_m_rows(g, f"{label} ({basis})")
+    fig.suptitle(f"Linear learn_grlsvi, treasure, {_seeds(runs)} seeds per (N, M), cap {_cap(results, exp)} "
+                 f"episodes; {CENSORED_NOTE}", fontsize=8)
+    return save(fig, out, "deepsea_linear_features") + write_table(pd.DataFrame(rows), out,
+                                                                   "deepsea_linear_features_bend")
+
+
+# ---------------------------------------------------------------------------------------------
+# Fig. 9
+
+@register("deepsea_misspecified", ["deepsea_misspecified"],
+          "Fig. 9: cumulative regret of linear learn_grlsvi after T episodes vs misspecification psi, for several "
+          "M (N=20), mean +- 1 s.e. over seeds")
+def fig_misspecified(results, out):
+    exp = "deepsea_misspecified"
+    runs = load_table(results, exp, "runs").sort_values(["agent.M", "agent.psi"], kind="stable")
+    size = load_spec_value(results, exp, ("env", "size"))
+    T = int(runs["episodes_run"].max())
+    place, ticks, tick_labels = _zero_axis(runs["agent.psi"].unique().astype(float))
+    fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
+    rows = []
+    for i, (M, g) in enumerate(runs.groupby("agent.M", sort=False)):
+        s = mean_sem(g, ["agent.psi"], "final_cum_regret").sort_values("agent.psi")
+        x = place(s["agent.psi"])
+        line, = ax.plot(x, s["mean"], "-o", ms=3, color=f"C{i}",
+                        label=f"M={int(M)}" + (" (= 2N)" if M == 2 * size else " (> 2N)" if M > 2 * size else ""))
+        ax.fill_between(x, s["mean"] - s["sem"], s["mean"] + s["sem"], alpha=0.25, color=line.get_color())
+        learnt = g.assign(ok=~g["censored"].astype(bool)).groupby("agent.psi")["ok"].agg(["sum", "count"])
+        fails = learnt.index[learnt["sum"] * 2 < learnt["count"]]
+        works = learnt.index[learnt["sum"] * 2 >= learnt["count"]]
+        r0 = s[s["agent.psi"] == s["agent.psi"].min()].iloc[0]
+        rmax = s.iloc[-1]
+        rows.append({"M": int(M), "seeds": int(learnt["count"].max()),
+                     f"regret at psi={r0['agent.psi']:g}": f"{r0['mean']:.0f} ± {r0['sem']:.0f}",
+                     "largest psi where >= half the seeds learn": (f"{works.max():g}" if len(works) else "none"),
+                     "breakdown: smallest psi where most seeds never learn": (f"{fails.min():g}" if len(fails)
+                                                                               else "none in grid"),
+                     f"regret at psi={rmax['agent.psi']:g}": f"{rmax['mean']:.0f} ± {rmax['sem']:.0f}",
+                     "seeds learnt at largest psi": f"{int(learnt['sum'].iloc[-1])}/{int(learnt['count'].iloc[-1])}"})
+    ax.axhline(0.99 * T, color="grey", ls="--", lw=0.8, label="never opens the chest (0.99 T)")
+    ax.set_xscale("log")
+    ax.set_xticks(ticks, tick_labels)
+    ax.xaxis.set_minor_locator(mticker.NullLocator())
+    ax.set_xlabel("misspecification psi (variance of eta entries; 0 = well specified)")
+    ax.set_ylabel(f"cumulative regret after {T} episodes")
+    ax.set_title(f"Robustness to misspecification, N={size}, mean ± 1 s.e. over {_seeds(runs)} seeds", fontsize=9)
+    ax.legend(fontsize=7)
+    return save(fig, out, "deepsea_misspecified") + write_table(pd.DataFrame(rows), out,
+                                                                "deepsea_misspecified_breakdown")
+
+
+# ---------------------------------------------------------------------------------------------
+# Figs. 10-12: one sweep over (lambda, v), deterministic and noisy rewards
+
+def _tuning(results):
+    exp = "deepsea_tuning"
+    runs = load_table(results, exp, "runs")
+    gauss = runs[runs["algorithm"] == "linear_grlsvi"]
+    boot = runs[runs["algorithm"] == "linear_brlsvi"]
+    lams = np.sort(runs["agent.lam"].dropna().unique())
+    lam_ref = float(lams[np.argmin(np.abs(np.log(lams / 100.0)))])     # the paper's lambda = 100
+    return exp, runs, gauss, boot, lam_ref
+
+
+def _noise_title(noise: float) -> str:
+    return "deterministic rewards" if noise == 0 else f"rewards + N(0, {noise:g}²) noise"
+
+
+def _setting_label(v) -> str:
+    return "bootstrap" if pd.isna(v) else f"v={v:g}"
+
+
+@register("deepsea_tuning_lambda", ["deepsea_tuning"],
+          "Fig. 10: regret after T episodes vs prior variance lambda for several v and for the bootstrap, "
+          "deterministic and N(0,1)-noisy rewards (N=20, M=10), mean +- 1 s.e. over seeds")
+def fig_tuning_lambda(results, out):
+    exp, runs, gauss, boot, _ = _tuning(results)
+    T = int(runs["episodes_run"].max())
+    noises = np.sort(runs["env.reward_noise"].unique())
+    fig, axes = plt.subplots(1, len(noises), figsize=(6 * len(noises), 4.5), sharey=True, squeeze=False,
+                             layout="constrained")
+    vs = np.sort(gauss["agent.v"].unique())
+    cmap = plt.get_cmap("viridis")
+    rows = []
+    for ax, noise in zip(axes[0], noises):
+        for k, v in enumerate(vs):
+            g = gauss[(gauss["env.reward_noise"] == noise) & (gauss["agent.v"] == v)]
+            band(ax, g, "agent.lam", "final_cum_regret", f"grlsvi v={v:g}", color=cmap(k / max(len(vs) - 1, 1)))
+        b = boot[boot["env.reward_noise"] == noise]
+        if not b.empty:
+            band(ax, b, "agent.lam", "final_cum_regret", "brlsvi (bootstrap)", color="k").set_linestyle("--")
+        ax.axhline(0.99 * T, color="grey", ls=":", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel("prior variance lambda")
+        ax.set_title(_noise_title(noise), fontsize=9)
+        for key, g in pd.concat([gauss, boot])[lambda d: d["env.reward_noise"] == noise].groupby(
+                "agent.v", dropna=False, sort=True):
+            row = {"reward noise sd": noise, "randomization": _setting_label(key)}
+            for lam, s in g.groupby("agent.lam"):
+                row[f"lambda={lam:g}"] = round(float(s["final_cum_regret"].mean()))
+            rows.append(row)
+    axes[0, 0].set_ylabel(f"cumulative regret after {T} episodes")
+    axes[0, -1].legend(fontsize=7)
+    fig.suptitle(f"Linear RLSVI vs prior variance, mean ± 1 s.e. over {_seeds(runs)} seeds; "
+                 "dotted: never opens the chest (0.99 T)", fontsize=8)
+    return save(fig, out, "deepsea_tuning_lambda") + write_table(pd.DataFrame(rows), out,
+                                                                 "deepsea_tuning_lambda_regret")
+
+
+@register("deepsea_tuning_v", ["deepsea_tuning"],
+          "Fig. 11: regret after T episodes vs noise variance v at lambda=100, with the bootstrap as a reference, "
+          "deterministic and N(0,1)-noisy rewards, mean +- 1 s.e. over seeds")
+def fig_tuning_v(results, out):
+    exp, runs, gauss, boot, lam_ref = _tuning(results)
+    T = int(runs["episodes_run"].max())
+    noises = np.sort(runs["env.reward_noise"].unique())
+    fig, axes = plt.subplots(1, len(noises), figsize=(6 * len(noises), 4.5), sharey=True, squeeze=False,
+                             layout="constrained")
+    rows = []
+    for ax, noise in zip(axes[0], noises):
+        g = gauss[(gauss["env.reward_noise"] == noise) & (gauss["agent.lam"] == lam_ref)]
+        b = boot[(boot["env.reward_noise"] == noise) & (boot["agent.lam"] == lam_ref)]
+        band(ax, g, "agent.v", "final_cum_regret", "learn_grlsvi", color="C0")
+        s = mean_sem(g, ["agent.v"], "final_cum_regret").sort_values("agent.v")
+        if not b.empty:
+            bm = mean_sem(b.assign(k=0), ["k"], "final_cum_regret").iloc[0]
+            ax.axhline(bm["mean"], color="k", ls="--", label="learn_brlsvi (bootstrap, no v to choose)")
+            ax.axhspan(bm["mean"] - bm["sem"], bm["mean"] + bm["sem"], color="k", alpha=0.15)
+        ax.axhline(0.99 * T, color="grey", ls=":", lw=0.8, label="never opens the chest (0.99 T)")
+        if noise > 0:
+            ax.axvline(noise ** 2, color="C3", ls=":", lw=0.8, label="v = reward noise variance")
+        ax.set_xscale("log")
+        ax.set_xlabel("noise variance v")
+        ax.set_title(f"{_noise_title(noise)}, lambda={lam_ref:g}", fontsize=9)
+        ax.legend(fontsize=7)
+        if not s.empty and not b.empty:
+            best = s.loc[s["mean"].idxmin()]
+            diff = bm["mean"] - best["mean"]
+            se = float(np.hypot(bm["sem"], best["sem"]))
+            rows.append({"reward noise sd": noise, "lambda": lam_ref, "best v": f"{best['agent.v']:g}",
+                         "regret, best v": f"{best['mean']:.0f} ± {best['sem']:.0f}",
+                         "regret, bootstrap": f"{bm['mean']:.0f} ± {bm['sem']:.0f}",
+                         "bootstrap - best v": f"{diff:+.0f} ± {se:.0f}",
+                         "v values bootstrap beats": f"{int((s['mean'] > bm['mean']).sum())}/{len(s)}",
+                         "bootstrap within 2 s.e. of best v": "yes" if diff <= 2 * se else "no"})
+    axes[0, 0].set_ylabel(f"cumulative regret after {T} episodes")
+    fig.suptitle(f"Sensitivity to v, mean ± 1 s.e. over {_seeds(runs)} seeds (s.e. of the difference "
+                 "treats the settings as independent)", fontsize=8)
+    return save(fig, out, "deepsea_tuning_v") + write_table(pd.DataFrame(rows), out, "deepsea_tuning_v_bootstrap")
+
+
+@register("deepsea_tuning_seeds", ["deepsea_tuning"],
+          "Fig. 12: per-seed cumulative regret at lambda=100 for each v and for the bootstrap, deterministic and "
+          "N(0,1)-noisy rewards")
+def fig_tuning_seeds(results, out):
+    exp, runs, _, _, lam_ref = _tuning(results)
+    eps = load_table(results, exp, "episodes")
+    eps = eps[eps["agent.lam"] == lam_ref]
+    sub = runs[runs["agent.lam"] == lam_ref]
+    noises = np.sort(sub["env.reward_noise"].unique())
+    settings = sorted(sub["agent.v"].dropna().unique()) + ([np.nan] if sub["agent.v"].isna().any() else [])
+    T = int(sub["episodes_run"].max())
+    fig, axes = plt.subplots(len(noises), len(settings), figsize=(2.2 * len(settings), 2.4 * len(noises)),
+                             sharex=True, sharey=True, squeeze=False, layout="constrained")
+    rows = []
+    for i, noise in enumerate(noises):
+        for j, v in enumerate(settings):
+            ax = axes[i, j]
+            pick = (lambda d: d["agent.v"].isna()) if pd.isna(v) else (lambda d, v=v: d["agent.v"] == v)
+            e = eps[(eps["env.reward_noise"] == noise) & pick(eps)]
+            for _, curve in e.groupby("seed"):
+                ax.plot(curve["episode"], curve["cum_regret"], lw=0.8, alpha=0.8)
+            ax.plot([1, T], [0.99, 0.99 * T], color="grey", ls=":", lw=0.8)
+            r = sub[(sub["env.reward_noise"] == noise) & pick(sub)]
+            learnt = int((~r["censored"].astype(bool)).sum())
+            ax.set_title(f"{_setting_label(v)}: {learnt}/{len(r)} learn", fontsize=7)
+            if j == 0:
+                ax.set_ylabel(f"{_noise_title(noise)}\ncumulative regret", fontsize=7)
+            if i == len(noises) - 1:
+                ax.set_xlabel("episode", fontsize=7)
+            ax.tick_params(labelsize=6)
+            lt = censored_median(_lt(r))
+            rows.append({"reward noise sd": noise, "randomization": _setting_label(v), "lambda": lam_ref,
+                         "seeds learnt by T": f"{learnt}/{len(r)}",
+                         "median learning time": "censored" if np.isnan(lt) else int(lt),
+                         "final regret (min, median, max)": " / ".join(
+                             f"{q:.0f}" for q in np.quantile(r["final_cum_regret"], [0, 0.5, 1]))})
+    fig.suptitle(f"Per-seed cumulative regret, lambda={lam_ref:g}, one line per seed; dotted: never opens the "
+                 f"chest (linear regret 0.99 per episode); 'learn' = eq. 7.1 within {T} episodes", fontsize=8)
+    return save(fig, out, "deepsea_tuning_seeds") + write_table(pd.DataFrame(rows), out, "deepsea_tuning_seeds")
+
+
+# ---------------------------------------------------------------------------------------------
+# Fig. 13
+
+@register("deepsea_bootstrap_scaling", ["deepsea_bootstrap_scaling"],
+          "Fig. 13: learning time of linear learn_brlsvi (solid) beside learn_grlsvi (dashed) on the same "
+          "instances: (a) vs N for several M, log-log with slopes; (b) vs M for several N, dotted at M = 2N")
+def fig_bootstrap_scaling(results, out):
+    exp = "deepsea_bootstrap_scaling"
+    runs = load_table(results, exp, "runs")
+    styles = {"linear_brlsvi": ("-", "o", "brlsvi"), "linear_grlsvi": ("--", "s", "grlsvi")}
+    vs_n = runs[runs["agent"].str.endswith("_N")]
+    vs_m = runs[runs["agent"].str.endswith("_M")]
+    fig, (ax_n, ax_m) = plt.subplots(1, 2, figsize=(13, 5), layout="constrained")
+    rows_n = []
+    for i, (M, g) in enumerate(vs_n.groupby("agent.M")):
+        row, fits = {"M": int(M)}, {}
+        for algo, (ls, mk, short) in styles.items():
+            a = g[g["algorithm"] == algo]
+            if a.empty:
+                continue
+            fits[short] = fit = fit_loglog(a["env.size"].to_numpy(float), _lt(a))
+            _lt_curve(ax_n, a, "env.size", f"C{i}", f"{short} M={int(M)}: slope {_fmt_fit(fit)}", ls, mk, i)
+            row[f"{short} slope [95% CI]"] = _fmt_fit(fit)
+            row[f"{short} censored runs"] = f"{int(np.isnan(_lt(a)).sum())}/{len(a)}"
+        b, gs = fits.get("brlsvi"), fits.get("grlsvi")
+        if b is not None and gs is not None:
+            row["slope CIs overlap"] = ("n/a" if not (np.isfinite(b.slope) and np.isfinite(gs.slope))
+                                        else "yes" if b.lo <= gs.hi and gs.lo <= b.hi else "no")
+        rows_n.append(row)
+    _log_axes(ax_n, vs_n["env.size"])
+    ax_n.set_xlabel("deep sea size N")
+    ax_n.set_ylabel(LT_LABEL)
+    ax_n.set_title("(a) scaling with N; slope [95% bootstrap CI]", fontsize=9)
+    ax_n.legend(fontsize=6)
+    rows_m = []
+    for algo, (ls, mk, short) in styles.items():
+        a = vs_m[vs_m["algorithm"] == algo]
+        if a.empty:
+            continue
+        _vs_m_panel(ax_m, a, ls, mk, labels=algo == "linear_brlsvi")
+        rows_m += _vs_m_rows(a, short)
+    _log_axes(ax_m, vs_m["agent.M"])
+    ax_m.plot([], [], "k-", label="learn_brlsvi")
+    ax_m.plot([], [], "k--", label="learn_grlsvi")
+    ax_m.set_xlabel("features per row M")
+    ax_m.set_ylabel(LT_LABEL)
+    ax_m.set_title("(b) scaling with M (solid brlsvi, dashed grlsvi)", fontsize=9)
+    ax_m.legend(fontsize=7)
+    fig.suptitle(f"Bootstrap vs Gaussian linear RLSVI, treasure, lambda=100, v=0.01, {_seeds(runs)} seeds per cell, "
+                 f"cap {_cap(results, exp)}; {CENSORED_NOTE}", fontsize=8)
+    return (save(fig, out, "deepsea_bootstrap_scaling")
+            + write_table(pd.DataFrame(rows_n), out, "deepsea_bootstrap_scaling_vs_N")
+            + write_table(pd.DataFrame(rows_m), out, "deepsea_bootstrap_scaling_vs_M"))

@@ -1,0 +1,76 @@
+"""Figs. 6-13 (linear RLSVI on deep sea): every spec validates at both scales, runs through the
+real CLI on a tiny budget, and every figure renders with its summary table."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from rvfx.cli import main
+from rvfx.figures import FIGURES
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+# spec -> (figures it feeds, --set overrides that shrink it further than its ci scale)
+SPECS = {
+    "deepsea_linear": (["deepsea_linear"], ["seeds=1", "episodes=80"]),
+    # learning-time sweeps: a cap of 150 episodes leaves some runs censored, some not
+    "deepsea_linear_scaling": (["deepsea_linear_scaling"], ["seeds=2", "episodes=150"]),
+    "deepsea_linear_features": (["deepsea_linear_features"], ["seeds=1", "episodes=150"]),
+    "deepsea_misspecified": (["deepsea_misspecified"], ["seeds=2", "episodes=80"]),
+    "deepsea_tuning": (["deepsea_tuning_lambda", "deepsea_tuning_v", "deepsea_tuning_seeds"],
+                       ["seeds=2", "episodes=60"]),
+    "deepsea_bootstrap_scaling": (["deepsea_bootstrap_scaling"], ["seeds=1", "episodes=150"]),
+}
+FIGURE_IDS = [f for figs, _ in SPECS.values() for f in figs]
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("scale", ["ci", "paper"])
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_spec_validates_and_names_its_figures(name, scale):
+    result = invoke("validate", CONFIGS / f"{name}.yaml", "--scale", scale)
+    assert result.exit_code == 0, result.output
+    assert f"ok ({name}," in result.output
+    for fig in SPECS[name][0]:
+        assert name in FIGURES[fig].experiments
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    """Every spec at its ci scale, shrunk further with --set, run through the CLI."""
+    out = tmp_path_factory.mktemp("linear_results")
+    for name, (_, sets) in SPECS.items():
+        args = ["run", CONFIGS / f"{name}.yaml", "--out", out]
+        for s in sets:
+            args += ["--set", s]
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
+        runs = pd.read_csv(out / name / "runs.csv")
+        assert len(runs) > 0 and runs["episodes_run"].min() >= 2
+    return out
+
+
+def test_learning_time_sweeps_stop_at_learning_and_record_censoring(results):
+    runs = pd.concat([pd.read_csv(results / name / "runs.csv")
+                      for name in ("deepsea_linear_scaling", "deepsea_linear_features", "deepsea_bootstrap_scaling")])
+    learnt, censored = runs[~runs["censored"]], runs[runs["censored"]]
+    assert (learnt["episodes_run"] == learnt["learning_time"]).all()
+    assert (censored["episodes_run"] == 150).all() and censored["learning_time"].isna().all()
+    assert len(learnt) and len(censored)          # the figures meet both kinds of run
+    assert {"env.size", "agent.M"} <= set(runs.columns)
+
+
+@pytest.mark.parametrize("fig_id", FIGURE_IDS)
+def test_figure_renders_png_and_summary_table(results, fig_id, tmp_path):
+    result = invoke("plot", fig_id, "--results", results, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / f"{fig_id}.png").stat().st_size > 10_000
+    tables = list(tmp_path.glob("*.csv"))
+    assert tables, "each figure writes a summary table"
+    for t in tables:
+        assert len(pd.read_csv(t)) > 0
+        assert t.with_suffix(".md").exists()
