@@ -79,7 +79,12 @@ def _deep_merge(base: dict, override: dict, lines: dict, prefix_from: str, prefi
 
 
 def _set_dotted(spec: dict, dotted: str, value: Any) -> None:
+    """Set `dotted` in the spec; below a `grid` the rest of the path is one grid key
+    (`grid.env.size=[5, 6]` sets the axis 'env.size')."""
     keys = dotted.split(".")
+    if "grid" in keys[:-1]:
+        i = keys.index("grid")
+        keys = keys[:i + 1] + [".".join(keys[i + 1:])]
     node = spec
     for k in keys[:-1]:
         node = node.setdefault(k, {})

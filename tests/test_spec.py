@@ -85,3 +85,10 @@ def test_grid_expansion_and_stable_ids(tmp_path):
     assert len(a) == 6 and [r.run_id for r in a] == [r.run_id for r in b]
     assert len({r.run_id for r in a}) == 6
     assert a[0].swept == {"env.size": 4, "agent.v": 0.1}
+
+
+def test_set_reaches_grid_axes(tmp_path):
+    spec = tmp_path / "g.yaml"
+    spec.write_text(BASE + "grid:\n  env.size: [4, 5, 6]\n")
+    runs = load_spec(str(spec), sets=("grid.env.size=[7, 8]", "agents.rlsvi.grid.agent.v=[1, 2]")).runs
+    assert [(r.env_params["size"], r.agent_params["v"]) for r in runs] == [(7, 1), (7, 2), (8, 1), (8, 2)]
