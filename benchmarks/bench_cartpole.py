@@ -1,14 +1,28 @@
-"""Cartpole swing-up throughput: environment steps per second, scalar env vs B carts stepped together.
+"""Cartpole swing-up throughput: environment steps per second of the physics (scalar env vs B carts
+stepped together) and of the full agent step of the cartpole experiments, in the same run.
 
-Run: .venv/bin/python benchmarks/bench_cartpole.py  (about 10 s)
+The agent step is what `live` does per environment step: `act` (greedy on the sampled member),
+`env.step`, and `update_buffer` (enqueue with the K bootstrap masks and prior values, then one
+SGD step of all K members on a minibatch of 128). It is timed for ensemble RLSVI with K=20 and
+the 50-50 ReLU MLP (Fig. 17; the cost that sets the paper-scale budget), and for the other
+agents of configs/cartpole_*.yaml. Both wall-clock and process CPU time are shown (medians
+over rounds); on a shared machine the CPU time is the steadier. BLAS is pinned to one thread.
+
+Run: .venv/bin/python benchmarks/bench_cartpole.py  (about 30 s)
 """
 from __future__ import annotations
 
-import time
+import os
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from rvfx.agents.ensemble import DQNParams, EnsembleParams, make_ensemble_agent  # noqa: E402
+from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams  # noqa: E402
 
 
 def bench_scalar(episodes: int = 20, seed: int = 0) -> float:
@@ -44,13 +58,62 @@ def bench_batch(batch: int = 20, episodes: int = 10, seed: int = 0) -> float:
     return steps / (time.perf_counter() - start)
 
 
+# label, parameters: the agents of configs/cartpole_rlsvi.yaml and configs/cartpole_dqn.yaml
+AGENT_CASES = [
+    ("ensemble RLSVI K=20, 50-50 MLP + prior (Fig. 17)", EnsembleParams(K=20, hidden1=50, hidden2=50)),
+    ("ensemble RLSVI K=20, one layer of 50", EnsembleParams(K=20, hidden1=50, hidden2=0)),
+    ("ensemble RLSVI K=20, linear Q", EnsembleParams(K=20, hidden1=0, hidden2=0)),
+    ("DQN, 50-50 MLP (Fig. 16)", DQNParams(epsilon_anneal_episodes=100)),
+]
+
+
+def bench_agent_step(params, steps: int = 1500, rounds: int = 3, warmup: int = 300,
+                     seed: int = 0) -> tuple[float, float, int]:
+    """(median wall ms, median CPU ms, SGD steps per env step) of one full agent step on cartpole.
+
+    One step = act + env.step + update_buffer (with its SGD step), as in `live`; the buffer
+    is first filled past `min_replay` so every timed step trains. Episodes restart as needed.
+    """
+    env = CartpoleSwingUp(CartpoleSwingUpParams(), np.random.default_rng(seed))
+    agent = make_ensemble_agent(params, env, np.random.default_rng(seed + 1))
+    state = [None]
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            if state[0] is None:
+                agent.learn_from_buffer()
+                state[0] = env.reset().new_state
+            tr = env.step(agent.act(state[0]))
+            agent.update_buffer(tr)
+            state[0] = tr.new_state
+
+    run(max(warmup, params.min_replay + 1))
+    walls, cpus = [], []
+    sgd0 = agent.sgd_steps
+    for _ in range(rounds):
+        w, c = time.perf_counter(), time.process_time()
+        run(steps)
+        walls.append(1e3 * (time.perf_counter() - w) / steps)
+        cpus.append(1e3 * (time.process_time() - c) / steps)
+    return float(np.median(walls)), float(np.median(cpus)), (agent.sgd_steps - sgd0) // (rounds * steps)
+
+
 def main() -> None:
+    t0 = time.perf_counter()
     bench_scalar(episodes=1)  # warm up
     scalar = bench_scalar()
-    print(f"scalar env (B=1):           {scalar:12,.0f} steps/s")
+    print("cartpole swing-up physics (eq. 7.2, Euler, dt = 0.01)")
+    print(f"  scalar env (B=1):           {scalar:12,.0f} steps/s")
     for b in (1, 20, 100):
         rate = bench_batch(batch=b)
-        print(f"batch physics (B={b:3d}):     {rate:12,.0f} cart-steps/s  ({rate / scalar:5.2f}x scalar)")
+        print(f"  batch physics (B={b:3d}):     {rate:12,.0f} cart-steps/s  ({rate / scalar:5.2f}x scalar)")
+    print("full agent step on cartpole (act + env step + update_buffer + 1 SGD step, batch 128, Adam)")
+    for label, params in AGENT_CASES:
+        wall, cpu, per = bench_agent_step(params)
+        print(f"  {label:48s} {1e3 / wall:8,.0f} steps/s wall ({wall:6.3f} ms), "
+              f"{1e3 / cpu:8,.0f} steps/s CPU ({cpu:6.3f} ms); "
+              f"{cpu * 1.001:5.2f} CPU-s per 1001-step episode")
+    print(f"benchmark took {time.perf_counter() - t0:.1f} s")
 
 
 if __name__ == "__main__":

@@ -72,9 +72,10 @@ def live(agent, environment, num_episodes: int, log_every: str = "log",
             on_episode(episode)
         done = stop_at_learning and learning.value is not None
         if logged is None or episode in logged or done:
+            extra = environment.episode_metrics() if hasattr(environment, "episode_metrics") else {}
             rows.append({"episode": episode, "return": episode_return, "cum_return": cum_return,
                          "regret": regret,
-                         "cum_regret": learning.cum_regret if has_regret else math.nan})
+                         "cum_regret": learning.cum_regret if has_regret else math.nan, **extra})
         if done:
             break
     return {"episodes": rows, "learning_time": learning.value,

@@ -4,8 +4,9 @@ Layout under OUT/<experiment>/:
     shards/<run_id>/episodes.csv   logged episodes of one run
     shards/<run_id>/summary.csv    one row: learning_time (empty if censored), censored, ...
     shards/<run_id>/timing.csv     wall-clock seconds (the only non-deterministic output)
+    shards/<run_id>/<extra>.csv    optional per-run tables, e.g. trajectory.csv (cartpole)
     failed/<run_id>.txt            traceback of a run that raised (retried on the next run)
-    episodes.csv  runs.csv  timing.csv  failures.csv  spec.yaml   (written by collect)
+    episodes.csv  runs.csv  timing.csv  [trajectory.csv]  failures.csv  spec.yaml   (by collect)
 A shard directory is built under a temporary name and renamed into place, so a
 shard that exists is complete; a partial one is never read.
 """
@@ -50,8 +51,9 @@ def write_atomic_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float) -> None:
-    """Write the run's tables into a temp dir, then rename it into place."""
+def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
+                extra: dict[str, pd.DataFrame] | None = None) -> None:
+    """Write the run's tables (and any `extra` ones) into a temp dir, then rename it into place."""
     final = shard_dir(out, run)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{run.run_id}.", suffix=".tmp"))
@@ -60,6 +62,8 @@ def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float) -
         _to_csv(pd.DataFrame([{**ident, **row} for row in episodes]), tmp / "episodes.csv")
         _to_csv(pd.DataFrame([{**ident, **summary}]), tmp / "summary.csv")
         _to_csv(pd.DataFrame([{"run_id": run.run_id, "seconds": round(seconds, 3)}]), tmp / "timing.csv")
+        for name, table in (extra or {}).items():
+            _to_csv(table.assign(**ident)[list(ident) + list(table.columns)], tmp / f"{name}.csv")
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -85,9 +89,9 @@ def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
     for run in runs:
         d = shard_dir(out, run)
         if d.is_dir():
-            tables["episodes"].append(pd.read_csv(d / "episodes.csv"))
-            tables["runs"].append(pd.read_csv(d / "summary.csv"))
-            tables["timing"].append(pd.read_csv(d / "timing.csv"))
+            for path in sorted(d.glob("*.csv")):
+                name = "runs" if path.stem == "summary" else path.stem
+                tables.setdefault(name, []).append(pd.read_csv(path))
         else:
             fail = exp_dir / "failed" / f"{run.run_id}.txt"
             failures.append({**identity_columns(run),

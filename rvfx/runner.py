@@ -15,6 +15,7 @@ from rvfx import results
 from rvfx.agents import AGENTS
 from rvfx.envs import ENVS
 from rvfx.live import live
+from rvfx.trajectory import final_rollout
 
 
 def seed_sequence(*parts) -> np.random.SeedSequence:
@@ -32,13 +33,16 @@ def run_rngs(run) -> tuple[np.random.Generator, np.random.Generator]:
 
 
 def execute(run) -> dict:
-    """Run one RunSpec in this process and return its logged metrics."""
+    """Run one RunSpec in this process and return its logged metrics (plus, where the
+    environment supports it, a greedy rollout of the final policy for rendering)."""
     env_rng, agent_rng = run_rngs(run)
     env_cls, env_params_cls = ENVS[run.env]
     env = env_cls(env_params_cls(**run.env_params), env_rng)
     factory, agent_params_cls = AGENTS[run.algorithm]
     agent = factory(agent_params_cls(**run.agent_params), env, agent_rng)
-    return live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning)
+    metrics = live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning)
+    metrics["trajectory"] = final_rollout(agent, env)
+    return metrics
 
 
 @dataclass
@@ -60,7 +64,8 @@ def run_and_store(run, out: str) -> Outcome:
     summary = {"learning_time": learning_time if learning_time is not None else "",
                "censored": learning_time is None, "episodes_run": metrics["episodes_run"],
                "final_cum_regret": metrics["final_cum_regret"]}
-    results.write_shard(out, run, metrics["episodes"], summary, time.perf_counter() - start)
+    extra = {"trajectory": metrics["trajectory"]} if metrics["trajectory"] is not None else None
+    results.write_shard(out, run, metrics["episodes"], summary, time.perf_counter() - start, extra)
     return Outcome(run.run_id, True)
 
 

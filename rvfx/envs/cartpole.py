@@ -89,6 +89,7 @@ class CartpoleSwingUp:
         self.rng = rng
         self.optimal_return = None
         self.expected_return = 0.0
+        self.upright_steps = 0
         self._c = physics_constants(p)
         self._forces = (-p.force, 0.0, p.force)
         self._costs = tuple(p.action_cost * abs(f) for f in self._forces)
@@ -116,6 +117,7 @@ class CartpoleSwingUp:
         w = self.rng.uniform(-p.init_noise, p.init_noise, size=4)
         self._k = 0
         self.expected_return = 0.0
+        self.upright_steps = 0
         self.set_state(math.pi + w[0], w[1], w[2], w[3])
         return Transition(None, None, 0.0, self._obs, 0)
 
@@ -138,6 +140,7 @@ class CartpoleSwingUp:
         reward = -self._costs[action]
         if upright(math.cos(theta), theta_dot, x, x_dot, p):
             reward += 1.0
+            self.upright_steps += 1
         self.expected_return += reward
         k = self._k
         self._k = k + 1
@@ -145,6 +148,10 @@ class CartpoleSwingUp:
         old = self._obs
         self._obs = None if k + 1 > self._last_k else np.array((theta, theta_dot, x, x_dot, (k + 1) * p.dt))
         return Transition(old, action, reward, self._obs, k)
+
+    def episode_metrics(self) -> dict:
+        """Extra per-episode columns for `live`: the number of +1 (upright) steps."""
+        return {"upright_steps": self.upright_steps}
 
 
 class CartpoleSwingUpBatch:

@@ -29,3 +29,4 @@ def register(fig_id: str, experiments, caption: str):
 from rvfx.figures import deepsea_tabular  # noqa: E402,F401  (registers figures)
 from rvfx.figures import deepsea_linear  # noqa: E402,F401
 from rvfx.figures import beta_vs_normal, exploration_table, illustrations, regret_bound  # noqa: E402,F401
+from rvfx.figures import cartpole  # noqa: E402,F401

@@ -1,0 +1,228 @@
+"""Figs. 16-17: DQN vs ensemble RLSVI on cartpole swing-up (Sec. 7.2.2), and a rendering of a learned policy.
+
+"Reaching the upright reward" is judged per episode from the environment's count of
+rewarded steps (`upright_steps` in episodes.csv): an episode reached it if that count is > 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rvfx.figures import register
+from rvfx.figures.common import band, plt, save, write_table
+from rvfx.results import load_spec_value, load_table
+from rvfx.stats import mean_sem
+
+LAST_FRACTION = 0.1            # "final performance" = the last 10% of episodes
+
+
+def reached(eps: pd.DataFrame) -> pd.Series:
+    """Per logged episode: did it collect the upright reward at least once?"""
+    return eps["upright_steps"] > 0
+
+
+def _swept(eps: pd.DataFrame) -> list[str]:
+    return [c for c in eps.columns if c.startswith(("agent.", "env."))]
+
+
+def _describe(results, experiment: str, agent: str, row: dict) -> str:
+    """A short legend label from the agent's resolved parameters and its swept values."""
+    p = dict(load_spec_value(results, experiment, ("agents", agent)) or {})
+    p.update({k.split(".", 1)[1]: v for k, v in row.items() if k.startswith("agent.")})
+    if p.get("algorithm") == "dqn":
+        return f"DQN, ε 1→0 over {int(p.get('epsilon_anneal_episodes', 100))} episodes"
+    h1, h2 = int(p.get("hidden1", 50)), int(p.get("hidden2", 50))
+    net = "linear Q" if h1 == 0 else (f"{h1} ReLU, one layer" if h2 == 0 else f"{h1}-{h2} ReLU MLP")
+    return f"{agent}: K={int(p.get('K', 20))}, {net}"
+
+
+def _groups(results, experiment: str, eps: pd.DataFrame):
+    """(label, rows) per agent and swept setting, in spec order."""
+    keys = ["agent", *_swept(eps)]
+    for values, g in eps.groupby(keys, sort=False):
+        values = values if isinstance(values, tuple) else (values,)
+        row = dict(zip(keys, values))
+        yield _describe(results, experiment, row["agent"], row), g
+
+
+def _smooth_window(episodes: int) -> int:
+    return max(1, int(round(episodes / 50)))
+
+
+def _per_run(g: pd.DataFrame, window: int) -> pd.DataFrame:
+    """Each run's episodes with a trailing moving average of the return and 'reached by now'."""
+    g = g.sort_values(["run_id", "episode"]).assign(_reached=reached(g).astype(float))
+    by = g.groupby("run_id", sort=False)
+    g["smoothed"] = by["return"].transform(lambda s: s.rolling(window, min_periods=1).mean())
+    g["reached_by"] = by["_reached"].cummax()
+    return g
+
+
+def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
+    """Per agent/setting: seeds, the fraction that ever reach the upright reward, and final returns."""
+    rows = []
+    crit = "upright steps > 0"
+    for label, g in _groups(results, experiment, eps):
+        g = g.assign(_reached=reached(g))
+        last_ep = int(g["episode"].max())
+        tail_from = last_ep - max(1, int(round(LAST_FRACTION * last_ep))) + 1
+        per_run = g.groupby("run_id", sort=False)
+        ever = per_run["_reached"].any()
+        first = g[g["_reached"]].groupby("run_id")["episode"].min()
+        tail = g[g["episode"] >= tail_from]
+        tail_reached = tail.groupby("run_id")["_reached"].any().reindex(ever.index, fill_value=False)
+        tail_mean = tail.groupby("run_id")["return"].mean()
+        m = mean_sem(tail_mean.to_frame().assign(k=0), ["k"], "return").iloc[0] if len(tail_mean) else None
+        n = len(ever)
+        rows.append({
+            "agent": label,
+            "seeds": n,
+            "episodes": last_ep,
+            f"reached upright ({crit}), ever": f"{int(ever.sum())}/{n} = {ever.mean():.2f}",
+            "first episode reaching (median)": f"{first.median():.0f}" if len(first) else "never",
+            f"reached in episodes {tail_from}-{last_ep}": f"{int(tail_reached.sum())}/{n} = {tail_reached.mean():.2f}",
+            f"return, episodes {tail_from}-{last_ep} (mean ± s.e.m.)":
+                f"{m['mean']:.2f} ± {m['sem']:.2f}" if m is not None else "",
+        })
+    return rows
+
+
+def learning_curves(results, experiment: str, title: str, name: str, out):
+    """Mean +- 1 s.e.m. over seeds of the (smoothed) episodic return, and the fraction of seeds
+    that have reached the upright reward by each episode; plus the summary table."""
+    eps = load_table(results, experiment, "episodes")
+    window = _smooth_window(int(eps["episode"].max()))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for i, (label, g) in enumerate(_groups(results, experiment, eps)):
+        g = _per_run(g, window)
+        n = g["run_id"].nunique()
+        band(ax, g, "episode", "smoothed", f"{label} ({n} seeds)", color=f"C{i}")
+        frac = g.groupby("episode")["reached_by"].mean()
+        ax2.step(frac.index, frac.values, where="post", color=f"C{i}", label=f"{label} ({n} seeds)")
+    ax.axhline(0.0, color="0.5", lw=0.8, ls=":")
+    ax.set_xlabel("episode")
+    ax.set_ylabel("episodic reward" + (f" (moving average over {window} episodes)" if window > 1 else ""))
+    ax.set_title(f"{title}: mean ± 1 s.e.m. over seeds")
+    ax.legend(fontsize=7)
+    ax2.set_xlabel("episode")
+    ax2.set_ylabel("fraction of seeds")
+    ax2.set_ylim(-0.03, 1.03)
+    ax2.set_title("seeds that have reached the upright reward (upright steps > 0)")
+    ax2.legend(fontsize=7)
+    fig.tight_layout()
+    table = pd.DataFrame(summary_rows(results, experiment, eps))
+    return save(fig, out, name) + write_table(table, out, f"{name}_summary")
+
+
+@register("cartpole_dqn", ["cartpole_dqn"],
+          "Fig. 16: DQN with epsilon annealed 1->0 over several schedules on cartpole swing-up; "
+          "episodic reward, mean +- 1 s.e.m., and the fraction of seeds reaching the upright reward")
+def fig_dqn(results, out):
+    return learning_curves(results, "cartpole_dqn", "Cartpole swing-up, DQN (Fig. 16)", "cartpole_dqn", out)
+
+
+@register("cartpole_rlsvi", ["cartpole_rlsvi"],
+          "Fig. 17: ensemble RLSVI (K=20) with a 50-50 MLP vs one-layer and linear value functions; "
+          "episodic reward, mean +- 1 s.e.m., and the fraction of seeds reaching the upright reward")
+def fig_rlsvi(results, out):
+    return learning_curves(results, "cartpole_rlsvi", "Cartpole swing-up, ensemble RLSVI (Fig. 17)",
+                           "cartpole_rlsvi", out)
+
+
+# ------------------------------------------------------------------------------ rendering
+
+RENDER_EXPERIMENT = "cartpole_rlsvi"
+RENDER_AGENT = "rlsvi"
+
+
+def pick_run(eps: pd.DataFrame, agent: str = RENDER_AGENT, among=None) -> str:
+    """The run of `agent` (else the first agent) with the best mean return over its last 10%
+    of episodes (ties: lowest seed), optionally among the run ids `among`."""
+    if among is not None:
+        eps = eps[eps["run_id"].isin(list(among))]
+    if agent in set(eps["agent"]):
+        eps = eps[eps["agent"] == agent]
+    else:
+        eps = eps[eps["agent"] == eps["agent"].iloc[0]]
+    last = int(eps["episode"].max())
+    tail = eps[eps["episode"] > last - max(1, int(round(LAST_FRACTION * last)))]
+    score = tail.groupby(["run_id", "seed"])["return"].mean().reset_index()
+    score = score.sort_values(["return", "seed"], ascending=[False, True], kind="mergesort")
+    return str(score.iloc[0]["run_id"])
+
+
+def load_trajectory(results, experiment: str = RENDER_EXPERIMENT) -> tuple[pd.DataFrame, str]:
+    """(rows of the best run's final greedy episode, run id) from <experiment>/trajectory.csv,
+    which the runner writes for every cartpole run."""
+    eps = load_table(results, experiment, "episodes")
+    traj = load_table(results, experiment, "trajectory")
+    run_id = pick_run(eps, among=set(traj["run_id"]))
+    return traj[traj["run_id"] == run_id].sort_values("step"), run_id
+
+
+def _frames(ax_row, traj: pd.DataFrame, idx, length: float, rail: float):
+    from rvfx.cartpole_draw import draw_cartpole
+    for ax, i in zip(ax_row, idx):
+        r = traj.iloc[i]
+        rewarded = r["reward"] > 0.5          # +1 upright reward minus at most 0.01 action cost
+        draw_cartpole(ax, r["theta"], r["x"], length=length, rail=rail,
+                      color="tab:green" if rewarded else "tab:blue")
+        ax.set_title(f"t={r['t']:.2f}" + (" +1" if rewarded else ""), fontsize=7)
+
+
+@register("cartpole_render", [RENDER_EXPERIMENT],
+          "Greedy rollout of a learned ensemble-RLSVI policy on cartpole swing-up (one seed, the best "
+          "final return): strips of frames, pole green while rewarded, and theta, x over time")
+def fig_render(results, out):
+    traj, run_id = load_trajectory(results)
+    length = float(load_spec_value(results, RENDER_EXPERIMENT, ("env", "length")) or 1.0)
+    rail = float(load_spec_value(results, RENDER_EXPERIMENT, ("env", "rail")) or 5.0)
+    eps = load_table(results, RENDER_EXPERIMENT, "episodes")
+    run_eps = eps[eps["run_id"] == run_id]
+    traj = traj.reset_index(drop=True)
+    n_frames = 10
+    hit = np.flatnonzero(traj["reward"].to_numpy() > 0.5)
+    whole = np.linspace(0, len(traj) - 1, n_frames).round().astype(int)
+    if hit.size:        # zoom on the swing-up: 2 s before the first rewarded step to 0.5 s after
+        t_hit = traj["t"].iloc[hit[0]]
+        lo, hi = np.searchsorted(traj["t"], [t_hit - 2.0, t_hit + 0.5])
+        zoom_title = f"zoom on the swing-up: t = {traj['t'].iloc[lo]:.1f} to {traj['t'].iloc[min(hi, len(traj)) - 1]:.1f}"
+    else:
+        lo, hi = 0, min(len(traj), 201)
+        zoom_title = "no rewarded step: the first 2 s"
+    zoom = np.linspace(lo, max(lo, min(hi, len(traj)) - 1), n_frames).round().astype(int)
+    fig = plt.figure(figsize=(2.0 * n_frames, 5.2))
+    grid = fig.add_gridspec(3, n_frames, height_ratios=[0.9, 0.9, 2.2], hspace=0.5, wspace=0.08)
+    row1 = [fig.add_subplot(grid[0, j]) for j in range(n_frames)]
+    row2 = [fig.add_subplot(grid[1, j]) for j in range(n_frames)]
+    _frames(row1, traj, whole, length, rail)
+    _frames(row2, traj, zoom, length, rail)
+    row1[0].set_ylabel("whole\nepisode", fontsize=8)
+    row2[0].set_ylabel(zoom_title.replace(": ", ":\n", 1), fontsize=7)
+    ax = fig.add_subplot(grid[2, :])
+    t = traj["t"].to_numpy()
+    rewarded = traj["reward"].to_numpy() > 0.5
+    ax.fill_between(t, -1.1, 1.1, where=rewarded, step="post", color="tab:green", alpha=0.25,
+                    label="rewarded (+1) steps")
+    ax.plot(t, np.cos(traj["theta"]), color="C0", label="cos θ (1 = upright)")
+    ax.axhline(0.95, color="C0", lw=0.6, ls=":")
+    ax.set_ylim(-1.1, 1.1)
+    ax.set_ylabel("cos θ", color="C0")
+    ax.set_xlabel("time t (s)")
+    ax.set_xlim(t[0], t[-1])
+    ax_x = ax.twinx()
+    ax_x.plot(t, traj["x"], color="C1", label="cart position x")
+    ax_x.axhspan(-1.0, 1.0, color="C1", alpha=0.06)
+    ax_x.set_ylim(-rail * 1.05, rail * 1.05)
+    ax_x.set_ylabel("x (rails at ±%g)" % rail, color="C1")
+    handles = ax.get_legend_handles_labels()
+    more = ax_x.get_legend_handles_labels()
+    ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, ncol=3, loc="lower right")
+    seed = int(traj["seed"].iloc[0])
+    agent = traj["agent"].iloc[0]
+    episodes = int(run_eps["episode"].max()) if len(run_eps) else "?"
+    ret = float(traj["reward"].sum())
+    fig.suptitle(f"Cartpole swing-up: {agent}, seed {seed}, greedy rollout of the policy after {episodes} "
+                 f"episodes (one sampled member, as in Algorithm 8): return {ret:.2f}, "
+                 f"{int(rewarded.sum())} rewarded steps", fontsize=10)
+    return save(fig, out, "cartpole_render")

@@ -1,0 +1,55 @@
+"""Greedy rollouts of a learned cartpole policy, so `rvfx plot` can draw the swing-up from CSV (§7.2.2).
+
+Policies are not stored, so the runner keeps one episode of each cartpole run's
+final policy as a table in its shard (results/<experiment>/trajectory.csv once
+collected): one row per state, with `action` taken from that state (empty at the
+last) and `reward` received on arriving in it (0 at the start).
+
+The rollout is the policy Algorithm 8 would follow next: `learn_from_buffer`
+(which samples the acting member), then greedy actions with epsilon = 0, and no
+`update_buffer`, so nothing is learned from it. It runs after the last logged
+episode, so the logged metrics are the same with or without it.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from rvfx.envs.cartpole import CartpoleSwingUp
+
+STATE = ["theta", "theta_dot", "x", "x_dot"]
+
+
+def greedy_rollout(agent, env: CartpoleSwingUp) -> pd.DataFrame:
+    """One episode of `agent`'s current policy, greedy (epsilon 0), learning nothing.
+
+    Returns one row per state s_0 .. s_H with columns step, t, theta, theta_dot, x, x_dot,
+    action (from that state; NaN at the last) and reward (on arriving; 0 at s_0).
+    """
+    agent.learn_from_buffer()
+    if hasattr(agent, "epsilon"):
+        agent.epsilon = 0.0
+    dt = env.params.dt
+    tr = env.reset()
+    rows = []
+    obs, reward, step = tr.new_state, 0.0, 0
+    while True:
+        row = {"step": step, "t": step * dt, **dict(zip(STATE, env.state)), "reward": reward}
+        if obs is None:
+            row["action"] = math.nan
+            rows.append(row)
+            break
+        action = agent.act(obs)
+        row["action"] = action
+        rows.append(row)
+        tr = env.step(action)
+        obs, reward, step = tr.new_state, tr.reward, step + 1
+    return pd.DataFrame(rows, columns=["step", "t", *STATE, "action", "reward"])
+
+
+def final_rollout(agent, env) -> pd.DataFrame | None:
+    """The runner hook: a greedy rollout after the last episode, for cartpole runs only (else None)."""
+    if not isinstance(env, CartpoleSwingUp):
+        return None
+    return greedy_rollout(agent, env)

@@ -1,0 +1,136 @@
+"""Figs. 16-17 and the cartpole rendering: the specs run through the CLI and every figure renders."""
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from rvfx import trajectory
+from rvfx.cli import main
+from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpParams
+from rvfx.figures import FIGURES
+from rvfx.figures import cartpole as figs
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+# A tiny budget: 2 seeds x 2 episodes of 1.0 s (101 steps; SGD starts at step 128, so it runs).
+TINY = ("--set", "seeds=2", "--set", "episodes=2", "--set", "env.max_time=1.0")
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def assert_png(path: Path):
+    data = Path(path).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cartpole")
+    for spec in ("cartpole_dqn", "cartpole_rlsvi"):
+        r = invoke("run", CONFIGS / f"{spec}.yaml", "--jobs", 1, "--out", out, *TINY)
+        assert r.exit_code == 0, r.output
+    return out
+
+
+@pytest.mark.parametrize("scale", ["ci", "paper"])
+@pytest.mark.parametrize("spec", ["cartpole_dqn", "cartpole_rlsvi"])
+def test_specs_validate_at_both_scales(spec, scale):
+    r = invoke("validate", CONFIGS / f"{spec}.yaml", "--scale", scale)
+    assert r.exit_code == 0, r.output
+    assert ("60 runs" if scale == "paper" else "6 runs") in r.output
+
+
+def test_specs_log_every_episode_of_every_run(results):
+    for spec, agents in (("cartpole_dqn", {"dqn"}), ("cartpole_rlsvi", {"rlsvi", "one_layer", "linear"})):
+        eps = pd.read_csv(results / spec / "episodes.csv")
+        assert set(eps["agent"]) == agents
+        assert eps["run_id"].nunique() == 2 * len(agents) * (3 if spec == "cartpole_dqn" else 1)
+        assert all(sorted(e) == [1, 2] for e in eps.groupby("run_id")["episode"].apply(list))
+    dqn = pd.read_csv(results / "cartpole_dqn" / "episodes.csv")
+    assert sorted(dqn["agent.epsilon_anneal_episodes"].unique()) == [2, 4, 8]
+
+
+@pytest.mark.parametrize("fig", ["cartpole_dqn", "cartpole_rlsvi"])
+def test_learning_curve_figures_render_with_a_summary_table(results, tmp_path, fig):
+    r = invoke("plot", fig, "--results", results, "--out", tmp_path)
+    assert r.exit_code == 0, r.output
+    assert_png(tmp_path / f"{fig}.png")
+    table = pd.read_csv(tmp_path / f"{fig}_summary.csv")
+    assert len(table) == 3 and (table["seeds"] == 2).all()
+    ever = [c for c in table.columns if c.startswith("reached upright")][0]
+    assert table[ever].str.match(r"^\d+/2 = ").all()
+
+
+def test_runner_keeps_each_runs_final_greedy_episode_and_the_render_draws_it(results, tmp_path):
+    exp = results / "cartpole_rlsvi"
+    traj = pd.read_csv(exp / "trajectory.csv")
+    eps = pd.read_csv(exp / "episodes.csv")
+    assert sorted(traj["run_id"].unique()) == sorted(eps["run_id"].unique())   # one rollout per run
+    one = traj[traj["run_id"] == traj["run_id"].iloc[0]]
+    assert len(one) == 102 and one["t"].iloc[-1] == pytest.approx(1.01)       # s_0 .. s_101
+    assert one["action"].iloc[:-1].isin([0, 1, 2]).all() and math.isnan(one["action"].iloc[-1])
+    r = invoke("plot", "cartpole_render", "--results", results, "--out", tmp_path)
+    assert r.exit_code == 0, r.output
+    assert_png(tmp_path / "cartpole_render.png")
+
+
+def test_no_rollout_for_environments_without_one():
+    assert trajectory.final_rollout(None, object()) is None
+
+
+def test_greedy_rollout_learns_nothing_and_its_rewards_are_the_env_rewards():
+    p = CartpoleSwingUpParams(max_time=0.5)
+    env = CartpoleSwingUp(p, np.random.default_rng(3))
+
+    class Still:                       # always action 1 (no force); fails if asked to learn
+        epsilon = 0.7
+
+        def learn_from_buffer(self):
+            pass
+
+        def act(self, state):
+            assert self.epsilon == 0.0
+            return 1
+
+        def update_buffer(self, transition):
+            raise AssertionError("a rollout must not learn")
+
+    df = trajectory.greedy_rollout(Still(), env)
+    assert len(df) == 52 and (df["action"].iloc[:-1] == 1).all()
+    assert df["reward"].sum() == pytest.approx(env.expected_return) == 0.0   # hanging, no force: no reward, no cost
+
+
+def test_upright_steps_count_exactly_the_rewarded_steps():
+    env = CartpoleSwingUp(CartpoleSwingUpParams(), np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    env.reset()
+    rewarded, tr = 0, None
+    env.set_state(0.0, 0.0, 0.0, 0.0, k=0)                      # balanced: every step until it falls pays +1
+    while tr is None or tr.new_state is not None:
+        tr = env.step(int(rng.integers(3)) if rewarded > 20 else 1)
+        rewarded += tr.reward > 0.5
+    assert rewarded > 20
+    assert env.episode_metrics() == {"upright_steps": rewarded}
+    assert figs.reached(pd.DataFrame({"upright_steps": [rewarded, 0]})).tolist() == [True, False]
+
+
+def test_pick_run_takes_the_best_final_return_lowest_seed_on_ties():
+    rows = []
+    for seed, final in enumerate([1.0, 5.0, 5.0]):       # the last 10% (episodes 19-20) decide
+        for ep in range(1, 21):
+            rows.append({"run_id": f"r{seed}", "agent": "rlsvi", "seed": seed, "episode": ep,
+                         "return": final if ep > 18 else 10.0 * (seed == 0)})
+    rows.append({"run_id": "x", "agent": "dqn", "seed": 0, "episode": 20, "return": 99.0})
+    eps = pd.DataFrame(rows)
+    assert figs.pick_run(eps) == "r1"
+    assert figs.pick_run(eps, among={"r0", "x"}) == "r0"
+
+
+def test_figures_are_registered_for_their_experiments():
+    assert FIGURES["cartpole_dqn"].experiments == ("cartpole_dqn",)
+    assert FIGURES["cartpole_rlsvi"].experiments == ("cartpole_rlsvi",)
+    assert FIGURES["cartpole_render"].experiments == ("cartpole_rlsvi",)
