@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -67,6 +68,9 @@ def scaling_panel(ax, runs: pd.DataFrame, size_col: str, group_col: str, loglog:
     if loglog:
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks(sorted(runs[size_col].unique()))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(size_col)
     ax.set_ylabel("learning time (episodes, eq. 7.1)")
     ax.legend(fontsize=7, title="median; slope [95% bootstrap CI]", title_fontsize=7)
