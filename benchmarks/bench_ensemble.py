@@ -6,6 +6,8 @@ members) of the batched `EnsembleRLSVI`, the same for a per-member Python loop o
 the same NumPy code (K one-member ensembles sharing the minibatch, as in the
 authors' bootstrapped DQN), their ratio, and the peak traced memory of an agent
 with a full 1e5-transition buffer at N=50. Targets: >= 5x and <= 2 ms per step.
+Also the batched cost per step with the coherent linear-basis input (M=10, Fig. 15) at
+N=25, whose first layer updates all 2NM rows of W_1 every step.
 
 Both wall-clock and process CPU time are shown (medians over interleaved rounds):
 on a shared machine the CPU time is the steadier of the two. BLAS is pinned to one thread, as in the runner.
@@ -96,6 +98,20 @@ def step_cost(size: int = 25, K: int = 20, rounds: int = 5, batched_episodes: in
             for name, v in per_step.items()}
 
 
+def linear_basis_step_cost(size: int = 25, K: int = 20, rounds: int = 3, episodes: int = 6,
+                           warmup_episodes: int = 20) -> tuple[float, float]:
+    """Median (wall, CPU) ms per environment step of the batched agent with the linear-basis input."""
+    env = DeepSea(DeepSeaParams(size=size), np.random.default_rng(1))
+    agent = make_ensemble_agent(EnsembleParams(K=K, batch_size=128, representation="linear_basis", M=10),
+                                env, np.random.default_rng(2))
+    live(agent, env, warmup_episodes, log_every="last")
+    per_step = []
+    for _ in range(rounds):
+        wall, cpu, n = time_episodes(agent, env, episodes)
+        per_step.append((1e3 * wall / n, 1e3 * cpu / n))
+    return float(np.median([w for w, _ in per_step])), float(np.median([c for _, c in per_step]))
+
+
 def full_buffer_memory(size: int = 50, K: int = 20, capacity: int = 100_000) -> tuple[float, float]:
     """(peak traced MB, buffer MB) of an agent whose buffer holds `capacity` transitions, after SGD steps."""
     tracemalloc.start()
@@ -125,6 +141,8 @@ def main() -> None:
     print(f"  per-member loop : {l_wall:6.3f} ms/step wall, {l_cpu:6.3f} ms/step CPU  ({l_steps} steps)")
     print(f"  speed-up        : {l_wall / b_wall:5.1f}x wall, {l_cpu / b_cpu:5.1f}x CPU  (target >= 5x)")
     print(f"  per step        : {b_cpu:.3f} ms CPU, {'within' if b_cpu <= 2.0 else 'ABOVE'} the 2 ms target")
+    lin_wall, lin_cpu = linear_basis_step_cost()
+    print(f"  linear basis M=10 input (Fig. 15), batched: {lin_wall:6.3f} ms/step wall, {lin_cpu:6.3f} ms/step CPU")
     peak, buf_mb = full_buffer_memory()
     print(f"full 1e5 buffer at N=50, K=20: peak traced memory {peak:.1f} MB "
           f"(buffer arrays {buf_mb:.1f} MB; target < 500 MB)")

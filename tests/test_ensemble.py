@@ -361,3 +361,59 @@ def test_stored_prior_values_equal_the_prior_network(monkeypatch):
                                    ens.prior(rep.inputs(buf.next_code[:n])).transpose(1, 0, 2), rtol=1e-6,
                                    atol=1e-7)
     assert len(seen) > 10
+
+
+# ------------------------------------------------------------------ the linear-basis input (Fig. 15)
+
+def test_linear_basis_input_is_the_basis_at_s_and_spans_q_star():
+    """x(s) = [phi(s, 0); phi(s, 1)] on row h's block of R^(2NM); Q* of the treasure and of the bomb
+    instance is a linear readout of x(s), one weight vector per action (so nothing of the basis is lost)."""
+    from rvfx.envs.features import coherent_basis, optimal_q
+    from rvfx.envs.representations import LinearBasisInput
+    n, M = 6, 3
+    env = small_sea(n, seed=3)
+    phi = coherent_basis(env, M, np.random.default_rng(0))
+    rep = LinearBasisInput(phi)
+    assert rep.input_dim == 2 * n * M and rep.block_size == 2 * M and rep.num_codes == n * n
+    codes = np.array([rep.encode((h, s)) for h in range(n) for s in range(n)])
+    x = rep.inputs(codes)
+    assert np.array_equal(x.key, codes)
+    X = x.dense(rep.input_dim)                                       # (N^2, 2NM)
+    for (h, s), row in zip([(h, s) for h in range(n) for s in range(n)], X):
+        expected = np.zeros((n, 2, M))
+        expected[h] = phi[h, s]                                      # [phi(s, a=0); phi(s, a=1)] of row h
+        np.testing.assert_allclose(row, expected.ravel(), rtol=1e-6)
+    assert np.all((X != 0).sum(axis=1) <= 2 * M)
+    for treasure in (True, False):
+        q = optimal_q(env, treasure).reshape(n * n, 2)
+        for a in range(2):
+            w, *_ = np.linalg.lstsq(X.astype(float), q[:, a], rcond=None)
+            np.testing.assert_allclose(X @ w, q[:, a], atol=1e-5)
+
+
+def test_linear_basis_agent_runs_learns_and_is_chosen_by_the_spec():
+    from rvfx.envs.representations import LinearBasisInput
+    env = small_sea(6, seed=10)
+    agent = make_ensemble_agent(EnsembleParams(K=10, representation="linear_basis", M=4), env,
+                                np.random.default_rng(10))
+    assert isinstance(agent.rep, LinearBasisInput) and agent.net.block_size == 8
+    assert agent.ensemble.prior_table.shape == (36, 10, 2) and not agent._store_prior
+    out = live(agent, env, 400, stop_at_learning=True)
+    assert out["learning_time"] is not None
+    # the basis is drawn from the agent's generator: same seed, same features
+    again = make_ensemble_agent(EnsembleParams(K=10, representation="linear_basis", M=4), env,
+                                np.random.default_rng(10))
+    other = make_ensemble_agent(EnsembleParams(K=10, representation="linear_basis", M=4), env,
+                                np.random.default_rng(11))
+    np.testing.assert_array_equal(again.rep.table, agent.rep.table)
+    assert not np.allclose(again.rep.table, other.rep.table)
+    with pytest.raises(TypeError, match="linear_basis"):
+        make_ensemble_agent(EnsembleParams(representation="linear_basis"), FakeVectorEnv(), np.random.default_rng(0))
+
+
+def test_pixels_with_action_one_always_right():
+    """Fig. 15's third representation: pixel input on an instance whose action 1 is 'right' everywhere."""
+    env = DeepSea(DeepSeaParams(size=5, randomize_actions=False), np.random.default_rng(0))
+    agent = make_ensemble_agent(EnsembleParams(K=3), env, np.random.default_rng(0))
+    assert isinstance(agent.rep, OneHotPixels)
+    assert np.all(env.right_action == 1)

@@ -208,3 +208,147 @@ def test_glorot_uniform_limits():
     assert np.all(b1 == 0)
     # uniform on [-L, L] has variance L^2 / 3
     assert abs(w1.var() / (limit ** 2 / 3) - 1) < 0.05
+
+
+# ------------------------------------------------------------------ block inputs (the deep sea linear basis)
+
+def block_input(rng, B, n_blocks, width, dtype=np.float64, keys=False):
+    from rvfx.nn import BlockInput
+    block = rng.integers(0, n_blocks, B)
+    values = rng.standard_normal((B, width)).astype(dtype)
+    return BlockInput(block, values, np.arange(B) if keys else None)
+
+
+@pytest.mark.parametrize("hidden", [(7, 5), (6,), ()])
+def test_block_input_gradient_matches_finite_differences(hidden):
+    """x_b nonzero on one block of `width` rows: the gather-and-weighted-sum layer and its SparseRows gradient
+    (unsorted blocks, repeated blocks, ReLU, several members) equal central differences of the dense loss."""
+    from rvfx.nn import BlockInput
+    rng = np.random.default_rng(10)
+    K, n_blocks, width, A = 3, 4, 3, 2
+    net = EnsembleMLP(n_blocks * width, hidden, A, dtype=np.float64, block_size=width)
+    params = net.init(rng, K)
+    for p in params:
+        p += 0.1 * rng.standard_normal(p.shape)
+    x = BlockInput(np.array([2, 0, 2, 3, 0, 2, 1]), rng.standard_normal((7, width)))
+    dout = rng.standard_normal((K, 7, A))
+    tape = Tape()
+    net.forward(params, x, tape)
+    grads = net.backward(params, tape, dout)
+    assert isinstance(grads[0], SparseRows)
+    # the gradient rows are whole blocks, in runs of consecutive rows
+    assert np.array_equal(grads[0].rows, np.arange(n_blocks * width))
+    assert grads[0].runs == [(0, n_blocks * width)]
+
+    def loss():
+        return float(np.sum(dout * net.forward(params, x)))
+
+    eps = 1e-6
+    for p, g in zip(params, grads):
+        g = dense_grad(g, p.shape)
+        numeric = np.zeros_like(p)
+        for i in np.ndindex(p.shape):
+            old = p[i]
+            p[i] = old + eps
+            up = loss()
+            p[i] = old - eps
+            down = loss()
+            p[i] = old
+            numeric[i] = (up - down) / (2 * eps)
+        np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-7)
+
+
+def test_block_input_equals_the_dense_product():
+    """forward, forward_member and the gradient of a BlockInput == the same net on x.dense() (a dense input)."""
+    rng = np.random.default_rng(11)
+    K, n_blocks, width, A, B = 4, 6, 5, 2, 20
+    block_net = EnsembleMLP(n_blocks * width, (8, 8), A, dtype=np.float64, block_size=width)
+    dense_net = EnsembleMLP(n_blocks * width, (8, 8), A, dtype=np.float64)
+    params = block_net.init(rng, K)
+    x = block_input(rng, B, n_blocks, width)
+    x = x._replace(block=np.where(x.block == 3, 4, x.block))          # block 3 unseen; 2 and 4 not adjacent
+    xd = x.dense(n_blocks * width)
+    np.testing.assert_allclose(block_net.forward(params, x), dense_net.forward(params, xd), rtol=1e-12)
+    for k in range(K):
+        np.testing.assert_allclose(block_net.forward_member(params, k, x), dense_net.forward(params, xd)[k],
+                                   rtol=1e-12)
+    dout = rng.standard_normal((K, B, A))
+    tb, td = Tape(), Tape()
+    block_net.forward(params, x, tb)
+    dense_net.forward(params, xd, td)
+    gb, gd = block_net.backward(params, tb, dout), dense_net.backward(params, td, dout)
+    seen = np.unique(x.block)
+    assert np.array_equal(gb[0].rows, (seen[:, None] * width + np.arange(width)).ravel())
+    runs = [(int(gb[0].rows[a]), int(gb[0].rows[b - 1]) + 1) for a, b in gb[0].runs]
+    assert runs == [(0, 15), (20, 30)]                               # blocks {0,1,2} and {4,5}
+    for a, b in zip(gb, gd):
+        np.testing.assert_allclose(dense_grad(a, b.shape), b, rtol=1e-10, atol=1e-12)
+
+
+def test_adam_on_runs_of_rows_equals_the_gathered_update():
+    """SparseRows given as runs of consecutive rows (updated on slices) == the same rows gathered."""
+    rng = np.random.default_rng(12)
+    p0 = rng.standard_normal((12, 2, 3))
+    rows = np.array([0, 1, 2, 3, 7, 8, 9])
+    p1, p2 = p0.copy(), p0.copy()
+    o1, o2 = Adam([p1], 1e-2), Adam([p2], 1e-2)
+    for _ in range(4):
+        g = rng.standard_normal((7, 2, 3))
+        o1.step([p1], [SparseRows(rows, g.copy(), [(0, 4), (4, 7)])])
+        o2.step([p2], [SparseRows(rows, g.copy())])
+    np.testing.assert_array_equal(p1, p2)
+    np.testing.assert_array_equal(o1.m[0], o2.m[0])
+    np.testing.assert_array_equal(p1[[4, 5, 6, 10, 11]], p0[[4, 5, 6, 10, 11]])
+
+
+@pytest.mark.parametrize("hidden", [(10, 8), ()])
+def test_block_input_batched_members_equal_per_member_loop(hidden):
+    """K stacked members == K one-member networks, for block inputs: outputs, gradients, Adam steps."""
+    rng = np.random.default_rng(13)
+    K, n_blocks, width, A, B = 4, 5, 4, 3, 16
+    net = EnsembleMLP(n_blocks * width, hidden, A, block_size=width)
+    params = net.init(rng, K)
+    members = [EnsembleMLP.member(params, k) for k in range(K)]
+    opt, opts = Adam(params, 1e-2), [Adam(m, 1e-2) for m in members]
+    tape, tapes = Tape(), [Tape() for _ in range(K)]
+    for _ in range(3):
+        x = block_input(rng, B, n_blocks, width, np.float32)
+        dout = rng.standard_normal((K, B, A)).astype(np.float32)
+        out = net.forward(params, x, tape).copy()
+        grads = net.backward(params, tape, dout)
+        for k in range(K):
+            np.testing.assert_allclose(out[k], net.forward(members[k], x, tapes[k])[0], rtol=1e-5, atol=1e-6)
+            opts[k].step(members[k], net.backward(members[k], tapes[k], dout[k:k + 1]))
+        opt.step(params, grads)
+    for k in range(K):
+        for p, pk in zip(EnsembleMLP.member(params, k), members[k]):
+            np.testing.assert_allclose(p, pk, rtol=1e-5, atol=1e-6)
+
+
+def test_keyed_block_inputs_cache_prior_and_target_exactly():
+    """With `key_inputs`, the prior table and the per-key target cache equal fresh evaluations."""
+    from rvfx.nn import BlockInput
+    rng = np.random.default_rng(14)
+    n_keys, n_blocks, width, K, beta = 9, 3, 4, 3, 2.0
+    block_of = np.arange(n_keys) // 3
+    table = rng.standard_normal((n_keys, width)).astype(np.float32)
+    inputs = lambda keys: BlockInput(block_of[keys], table[keys], keys)
+    net = EnsembleMLP(n_blocks * width, (6, 6), 2, block_size=width)
+    ens = PriorEnsemble(net, K, rng, prior_scale=beta, learning_rate=0.05, key_inputs=inputs(np.arange(n_keys)))
+    assert ens.prior_table.shape == (n_keys, K, 2)
+    x = inputs(np.array([4, 0, 8, 4, 2, 7]))
+    np.testing.assert_allclose(ens.prior(x), beta * net.forward(ens.prior_params, x), rtol=1e-6, atol=1e-6)
+    tape = Tape()
+    for step in range(5):
+        q = ens.value(x, tape=tape)
+        ens.apply_gradient(tape, np.ones_like(q))
+        fresh = net.forward(ens.target_params, x) + ens.prior(x)
+        np.testing.assert_allclose(ens.value(x, target=True), fresh, rtol=1e-6, atol=1e-6)
+        if step % 2 == 1:
+            ens.sync_target()
+            for t, p in zip(ens.target_params, ens.params):
+                np.testing.assert_array_equal(t, p)
+    for k in range(K):
+        np.testing.assert_allclose(ens.member_value(k, x), ens.value(x)[k], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="key"):
+        ens.value(x._replace(key=None), target=True)

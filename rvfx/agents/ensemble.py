@@ -23,7 +23,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from rvfx.agents.tabular import greedy_policy
-from rvfx.envs.representations import Representation, num_actions, representation_for
+from rvfx.envs.representations import Representation, RepresentationKind, num_actions, representation_for
 from rvfx.nn import EnsembleMLP, PriorEnsemble, Tape
 
 Mask = Literal["bootstrap", "gaussian", "none"]
@@ -51,6 +51,12 @@ class EnsembleParams:
     epsilon_final: float = field(default=0.0, metadata={"min": 0.0, "max": 1.0, "doc": "epsilon after annealing"})
     epsilon_anneal_episodes: int = field(default=0, metadata={
         "min": 0, "doc": "episodes of linear annealing epsilon -> epsilon_final (0: constant epsilon)"})
+    representation: RepresentationKind = field(default="pixels", metadata={
+        "doc": "deep sea network input: pixels (one-hot N x N image) | linear_basis (the coherent basis of "
+               "Sec. 7.1.2 with M features per row, Fig. 15); other environments: pixels = their observation"})
+    M: int = field(default=10, metadata={"min": 1, "doc": "features per row of the linear_basis input (paper: 10)"})
+    basis: Literal["random_unit", "orthonormal"] = field(default="random_unit", metadata={
+        "doc": "linear_basis: random unit vectors (default) or an orthonormal basis of the subspace"})
 
 
 @dataclass(frozen=True)
@@ -206,10 +212,13 @@ class EnsembleRLSVI:
         self.params, self.rep, self.num_actions, self.rng = params, representation, num_actions, rng
         self.K = params.K
         hidden = tuple(h for h in (params.hidden1, params.hidden2) if h > 0)
+        block_size = int(getattr(representation, "block_size", 0))
         self.net = EnsembleMLP(representation.input_dim, hidden, num_actions,
-                               index_input=representation.index_input)
+                               index_input=representation.index_input, block_size=block_size)
+        # block inputs of a finite code set: prior and target values cached per code (exact)
+        key_inputs = representation.all_inputs() if block_size and hasattr(representation, "all_inputs") else None
         self.ensemble = PriorEnsemble(self.net, params.K, rng, params.prior_scale,
-                                      params.optimizer, params.learning_rate)
+                                      params.optimizer, params.learning_rate, key_inputs=key_inputs)
         # a prior without a cached table (dense inputs) is evaluated once per state at enqueue
         self._store_prior = self.ensemble.prior_params is not None and self.ensemble.prior_table is None
         self.buffer = EnsembleBuffer(params.buffer_size, params.K, representation.code_shape,
@@ -304,5 +313,7 @@ class EnsembleRLSVI:
 
 
 def make_ensemble_agent(params: EnsembleParams, env, rng: np.random.Generator) -> EnsembleRLSVI:
-    """Registry factory: the representation and action count come from the environment."""
-    return EnsembleRLSVI(params, representation_for(env), num_actions(env), rng)
+    """Registry factory: the representation (`params.representation` of the environment) and the
+    action count come from the environment; a linear basis is drawn from the agent's `rng`."""
+    rep = representation_for(env, params.representation, params.M, params.basis, rng)
+    return EnsembleRLSVI(params, rep, num_actions(env), rng)

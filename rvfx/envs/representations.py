@@ -4,13 +4,25 @@ A representation splits the job in two so the replay buffer stays small:
 `encode(state)` gives a compact code stored per transition (an int cell index,
 or a short float vector), and `inputs(codes)` builds the network input only when
 a minibatch is drawn. `index_input` says the input is a one-hot vector given by
-its index (`input_dim` wide), which the network reads as a row gather.
+its index (`input_dim` wide), which the network reads as a row gather;
+`block_size` > 0 says the input is a `rvfx.nn.BlockInput`, nonzero on one block of
+that many consecutive coordinates, which the network reads as a gather of those
+rows of W_1 and a weighted sum.
+
+Deep sea offers two inputs (Section 7.2.1, Figs. 14-15): one-hot pixels
+(`OneHotPixels`) and the coherent linear basis of Section 7.1.2 (`LinearBasisInput`);
+the third representation of Fig. 15, pixels with action 1 always "right", is the
+pixel input on an instance with `randomize_actions: false`.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
+
+from rvfx.nn import BlockInput
+
+RepresentationKind = Literal["pixels", "linear_basis"]
 
 
 class Representation(Protocol):
@@ -18,6 +30,8 @@ class Representation(Protocol):
     input_dim: int
     code_shape: tuple      # shape of one stored code
     code_dtype: Any
+    # optional: block_size (int, 0 = not a block input); num_codes and all_inputs() for a finite
+    # set of integer codes whose inputs the network may cache (prior and target values)
 
     def encode(self, state) -> Any: ...
 
@@ -86,15 +100,86 @@ def deep_sea_features(size: int, table: np.ndarray) -> TableFeatures:
     return TableFeatures(table, lambda s: s[0] * size + s[1])
 
 
-def representation_for(env) -> Representation:
-    """The environment's own `representation`; else deep sea one-hot pixels, or the raw
-    observation vector of an env with `observation_size` (cartpole)."""
+class LinearBasisInput:
+    """Deep sea through the coherent linear basis of Section 7.1.2 (M features per row), as a network input.
+
+    The basis gives per-(state, action) features: phi(s, a) in R^D, D = N*M, nonzero
+    only on the M features of the row h of s (`rvfx.envs.features.coherent_basis`).
+    The Q-network has one output per action (as for pixels), so the input must be a
+    function of s alone. We use all of the basis at s:
+
+        x(s) = [phi(s, a=0); phi(s, a=1)] in R^(2D),
+
+    laid out (row, action, feature): x(s)[h*2M + a*M + m] = phi_h,m(s, a) for the row h
+    of s, zero elsewhere. Why this one:
+
+    - nothing is lost or added: x(s) is exactly the basis at s. The linear value
+      functions of Section 7.1.2, Q_theta(s, a) = theta . phi(s, a), are linear
+      readouts of x(s) (output a reads theta in a's slots), so the basis is as
+      informative here as for linear RLSVI: Q* of both the treasure and the bomb
+      instance is linear in x(s) (tested), and the network only has to find it.
+    - the alternatives fail or change the experiment: summing phi(s, 0) + phi(s, 1)
+      mixes the actions up; the M values without the row's place in R^(2D) (a 2M-wide
+      dense input) make rows with unrelated random features share weights, so Q* is
+      no longer linear in the input; one network call per (s, a) with a single
+      output changes the architecture from the pixel runs.
+    - it is sparse: 2M nonzeros out of 2NM, on one contiguous block per row, so the
+      first layer is a gather of 2M rows of W_1 and a weighted sum (`BlockInput`),
+      O(2M K H) per state instead of a dense O(2NM K H) product (N times less).
+
+    The features keep the paper's scale (unit vectors in R^(2N), entries ~ 1/sqrt(2N));
+    no input normalisation is added. The code of a state is row*N + col, and every
+    code's input is known in advance (`all_inputs`), so prior and target values are
+    cached per state exactly.
+    """
+    index_input = False
+    code_shape = ()
+    code_dtype = np.int32
+
+    def __init__(self, phi: np.ndarray):
+        n, n2, num_actions, M = phi.shape
+        if n2 != n:
+            raise ValueError(f"features must have shape (N, N, A, M), got {phi.shape}")
+        self.size, self.M = n, M
+        self.block_size = num_actions * M
+        self.input_dim = n * self.block_size
+        self.num_codes = n * n
+        self.table = np.ascontiguousarray(phi.reshape(n * n, self.block_size), dtype=np.float32)
+        self._row = np.repeat(np.arange(n), n)
+
+    def encode(self, state) -> int:
+        row, col = state
+        return row * self.size + col
+
+    def inputs(self, codes: np.ndarray) -> BlockInput:
+        codes = np.asarray(codes)
+        return BlockInput(self._row[codes], self.table[codes], codes)
+
+    def all_inputs(self) -> BlockInput:
+        return self.inputs(np.arange(self.num_codes))
+
+
+def representation_for(env, kind: RepresentationKind = "pixels", M: int = 10,
+                       basis: str = "random_unit", rng: np.random.Generator | None = None) -> Representation:
+    """The environment's own `representation`; else, for deep sea, one-hot pixels or
+    (`kind="linear_basis"`) the coherent basis with M features per row drawn from `rng`;
+    else the raw observation vector of an env with `observation_size` (cartpole)."""
+    from rvfx.envs.deep_sea import DeepSea
+    if kind == "linear_basis":
+        if not isinstance(env, DeepSea):
+            raise TypeError(f"representation 'linear_basis' is the deep sea basis of Section 7.1.2; "
+                            f"{type(env).__name__} has none (use 'pixels': its observation)")
+        if rng is None:
+            raise ValueError("the linear basis is random: pass an rng")
+        from rvfx.envs.features import coherent_basis
+        return LinearBasisInput(coherent_basis(env, M, rng, basis))
+    if kind != "pixels":
+        raise ValueError(f"unknown representation {kind!r} (pixels, linear_basis)")
     rep = getattr(env, "representation", None)
     if rep is not None:
         return rep
     if getattr(env, "observation_size", None) is not None:
         return DenseVector(int(env.observation_size))
-    from rvfx.envs.deep_sea import DeepSea
     if isinstance(env, DeepSea):
         return OneHotPixels(env.size)
     raise TypeError(f"no network representation for {type(env).__name__}: give it a `representation`")

@@ -1,0 +1,138 @@
+"""Figs. 14-15: learn_ensemble_rlsvi on deep sea (regret vs ensemble size K; learning-time scaling per input)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rvfx.figures import register
+from rvfx.figures.common import band, plt, save, scaling_panel, write_table
+from rvfx.results import load_spec_value, load_table
+from rvfx.stats import censored_median
+
+# Fig. 14's plateau: the smallest K whose median learning time is within this factor of the best K's
+# (the paper reads "the marginal benefits seem to plateau around K=20" off its regret curves).
+PLATEAU_TOLERANCE = 1.2
+
+
+def median_ci(times: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
+    """Censored median of learning times (NaN = censored, i.e. +inf) and its bootstrap percentile CI.
+
+    An interval end that is censored (> the cap) is returned as inf."""
+    times = np.asarray(times, float)
+    rng = np.random.default_rng(seed)
+    boots = np.array([censored_median(rng.choice(times, len(times))) for _ in range(n_boot)])
+    boots = np.where(np.isnan(boots), np.inf, boots)
+    a = (1 - level) / 2
+    lo, hi = np.quantile(boots, [a, 1 - a], method="inverted_cdf") if len(times) else (np.nan, np.nan)
+    return censored_median(times), float(lo), float(hi)
+
+
+def plateau_k(ks, medians, tolerance: float = PLATEAU_TOLERANCE):
+    """Smallest K with median learning time <= tolerance x the smallest median over all K (censored = inf);
+    None when every median is censored."""
+    med = np.where(np.isnan(np.asarray(medians, float)), np.inf, np.asarray(medians, float))
+    if not np.isfinite(med).any():
+        return None
+    best = med.min()
+    for k, m in sorted(zip(ks, med)):
+        if m <= tolerance * best:
+            return k
+    return None  # pragma: no cover - the best K always qualifies
+
+
+def _fmt(x: float) -> str:
+    return "censored" if not np.isfinite(x) else f"{x:.0f}"
+
+
+@register("deepsea_ensemble", ["deepsea_ensemble"],
+          "Fig. 14: cumulative regret of learn_ensemble_rlsvi on deep sea N=25 (one-hot pixels) for ensemble "
+          "sizes K, mean +- 1 s.e. over seeds; learning time vs K and the K where it plateaus")
+def fig_ensemble(results, out):
+    eps = load_table(results, "deepsea_ensemble", "episodes")
+    runs = load_table(results, "deepsea_ensemble", "runs")
+    size = load_spec_value(results, "deepsea_ensemble", ("env", "size"))
+    kcol = "agent.K"
+    ks = sorted(runs[kcol].unique())
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1.4, 1]})
+    rows = []
+    for i, k in enumerate(ks):
+        g = eps[eps[kcol] == k]
+        r = runs[runs[kcol] == k]
+        band(ax, g, "episode", "cum_regret", f"K={k} ({r['run_id'].nunique()} seeds)", color=f"C{i}")
+        lt = pd.to_numeric(r["learning_time"], errors="coerce").to_numpy(float)
+        med, lo, hi = median_ci(lt)
+        final = r["final_cum_regret"].to_numpy(float)
+        sem = final.std(ddof=1) / np.sqrt(len(final)) if len(final) > 1 else 0.0
+        rows.append({"K": int(k), "seeds": len(r), "median learning time": med, "lo": lo, "hi": hi,
+                     "censored": int(r["censored"].sum()), "episodes": int(r["episodes_run"].max()),
+                     "final regret": f"{final.mean():.1f} ± {sem:.1f}"})
+    ax.set_xlabel("episode")
+    ax.set_ylabel("cumulative regret")
+    ax.set_title(f"learn_ensemble_rlsvi, deep sea N={size}, one-hot pixels")
+    ax.legend(fontsize=8, title="mean ± 1 s.e.", title_fontsize=8)
+
+    table = pd.DataFrame(rows)
+    best_k = plateau_k(table["K"].tolist(), table["median learning time"].tolist())
+    # learning time vs K: median with bootstrap CI, one dot per seed, censored seeds as open triangles
+    for i, k in enumerate(ks):
+        r = runs[runs[kcol] == k]
+        lt = pd.to_numeric(r["learning_time"], errors="coerce").to_numpy(float)
+        cens = np.isnan(lt)
+        jitter = k * (1 + 0.06 * (np.random.default_rng(i).random(len(lt)) - 0.5))
+        ax2.scatter(jitter[~cens], lt[~cens], s=10, alpha=0.4, color=f"C{i}")
+        if cens.any():
+            ax2.scatter(jitter[cens], r["episodes_run"].to_numpy(float)[cens], marker="^", s=30,
+                        facecolors="none", edgecolors=f"C{i}")
+    fin = table[np.isfinite(table["median learning time"])]
+    if len(fin):
+        err = np.vstack([fin["median learning time"] - fin["lo"],
+                         np.where(np.isfinite(fin["hi"]), fin["hi"], fin["median learning time"])
+                         - fin["median learning time"]])
+        ax2.errorbar(fin["K"], fin["median learning time"], yerr=err, fmt="-o", ms=4, color="k",
+                     capsize=3, label="median, 95% bootstrap CI")
+    if best_k is not None:
+        ax2.axvline(best_k, ls=":", color="grey", label=f"plateau: K={best_k}")
+    ax2.set_xscale("log")
+    ax2.set_xticks(ks)
+    ax2.set_xticklabels([str(k) for k in ks])
+    ax2.set_yscale("log")
+    ax2.set_xlabel("ensemble size K")
+    ax2.set_ylabel("learning time (episodes, eq. 7.1)")
+    ax2.set_title("learning time vs K (\u25b3: censored at cap)")
+    if ax2.get_legend_handles_labels()[0]:
+        ax2.legend(fontsize=7)
+    fig.tight_layout()
+
+    summary = pd.DataFrame({
+        "K": table["K"], "seeds": table["seeds"],
+        "median learning time [95% CI]": [f"{_fmt(m)} [{_fmt(lo)}, {_fmt(hi)}]"
+                                          for m, lo, hi in zip(table["median learning time"], table["lo"],
+                                                               table["hi"])],
+        "censored": [f"{c}/{s}" for c, s in zip(table["censored"], table["seeds"])],
+        "final cumulative regret (mean ± s.e.)": table["final regret"],
+        "episodes": table["episodes"],
+        "plateau": ["<- plateau" if k == best_k else "" for k in table["K"]],
+    })
+    return save(fig, out, "deepsea_ensemble") + write_table(summary, out, "deepsea_ensemble_summary")
+
+
+@register("deepsea_ensemble_scaling", ["deepsea_ensemble_scaling"],
+          "Fig. 15: learning time of learn_ensemble_rlsvi (K=20) vs deep sea size N, log-log, per input "
+          "representation, with fitted slopes and 95% bootstrap CIs; censored runs as open triangles")
+def fig_ensemble_scaling(results, out):
+    runs = load_table(results, "deepsea_ensemble_scaling", "runs")
+    fig, ax = plt.subplots(figsize=(6.5, 4.8))
+    fits = scaling_panel(ax, runs, "env.size", "agent")
+    ax.set_xlabel("deep sea size N")
+    ax.set_title("learn_ensemble_rlsvi K=20: learning time vs N")
+    rows = []
+    for agent, fit in fits.items():
+        g = runs[runs["agent"] == agent]
+        rows.append({"representation": agent, "slope": round(fit.slope, 2) if np.isfinite(fit.slope) else "n/a",
+                     "95% CI": f"[{fit.lo:.2f}, {fit.hi:.2f}]" if np.isfinite(fit.lo) else "n/a",
+                     "sizes fitted": " ".join(str(int(s)) for s in fit.sizes_used),
+                     "sizes with censored median": " ".join(str(int(s)) for s in fit.sizes_censored),
+                     "censored runs": f"{int(g['censored'].sum())}/{len(g)}",
+                     "seeds per size": int(g.groupby("env.size").size().min())})
+    return save(fig, out, "deepsea_ensemble_scaling") + write_table(pd.DataFrame(rows), out,
+                                                                    "deepsea_ensemble_scaling_slopes")

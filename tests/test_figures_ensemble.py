@@ -1,0 +1,81 @@
+"""Figs. 14-15 (learn_ensemble_rlsvi on deep sea): the specs run through the CLI and the figures render."""
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from rvfx.cli import main
+from rvfx.figures.deepsea_ensemble import median_ci, plateau_k
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def assert_png(path: Path):
+    assert path.suffix == ".png" and path.stat().st_size > 10_000
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("name", ["deepsea_ensemble", "deepsea_ensemble_scaling"])
+@pytest.mark.parametrize("scale", ["ci", "paper"])
+def test_specs_validate_at_both_scales(name, scale):
+    result = invoke("validate", CONFIGS / f"{name}.yaml", "--scale", scale)
+    assert result.exit_code == 0, result.output
+    assert "ok" in result.output
+
+
+def test_fig14_spec_runs_through_the_cli_and_draws(tmp_path):
+    out, figs = tmp_path / "results", tmp_path / "figs"
+    result = invoke("run", CONFIGS / "deepsea_ensemble.yaml", "--out", out, "--jobs", 1,
+                    "--set", "seeds=2", "--set", "episodes=12", "--set", "env.size=4",
+                    "--set", "grid={agent.K: [1, 3]}", "--set", "agents.ensemble.batch_size=16",
+                    "--set", "agents.ensemble.min_replay=16")
+    assert result.exit_code == 0, result.output
+    runs = pd.read_csv(out / "deepsea_ensemble" / "runs.csv")
+    assert sorted(runs["agent.K"].unique()) == [1, 3] and len(runs) == 4
+    eps = pd.read_csv(out / "deepsea_ensemble" / "episodes.csv")
+    assert eps["episode"].max() == 12
+    result = invoke("plot", "deepsea_ensemble", "--results", out, "--out", figs)
+    assert result.exit_code == 0, result.output
+    assert_png(figs / "deepsea_ensemble.png")
+    table = pd.read_csv(figs / "deepsea_ensemble_summary.csv")
+    assert table["K"].tolist() == [1, 3] and table["seeds"].tolist() == [2, 2]
+
+
+def test_fig15_spec_runs_through_the_cli_and_draws(tmp_path):
+    out, figs = tmp_path / "results", tmp_path / "figs"
+    result = invoke("run", CONFIGS / "deepsea_ensemble_scaling.yaml", "--out", out, "--jobs", 1,
+                    "--set", "seeds=2", "--set", "episodes=30", "--set", "grid={env.size: [3, 4, 6]}",
+                    *[arg for agent in ("pixels", "linear_basis", "pixels_right")
+                      for arg in ("--set", f"agents.{agent}.K=4", "--set", f"agents.{agent}.batch_size=16",
+                                  "--set", f"agents.{agent}.min_replay=16")])
+    assert result.exit_code == 0, result.output
+    runs = pd.read_csv(out / "deepsea_ensemble_scaling" / "runs.csv")
+    assert set(runs["agent"]) == {"pixels", "linear_basis", "pixels_right"}
+    assert sorted(runs["env.size"].unique()) == [3, 4, 6]
+    right = runs[runs["agent"] == "pixels_right"]
+    assert (right["env.randomize_actions"] == False).all()                      # noqa: E712
+    assert (runs.loc[runs["agent"] != "pixels_right", "env.randomize_actions"] == True).all()  # noqa: E712
+    result = invoke("plot", "deepsea_ensemble_scaling", "--results", out, "--out", figs)
+    assert result.exit_code == 0, result.output
+    assert_png(figs / "deepsea_ensemble_scaling.png")
+    slopes = pd.read_csv(figs / "deepsea_ensemble_scaling_slopes.csv")
+    assert set(slopes["representation"]) == {"pixels", "linear_basis", "pixels_right"}
+
+
+def test_plateau_is_the_smallest_k_near_the_best_median():
+    assert plateau_k([1, 5, 10, 20, 40], [np.nan, 3000, 1600, 1300, 1250]) == 20
+    assert plateau_k([1, 5, 10, 20, 40], [np.nan, 3000, 1450, 1300, 1250]) == 10
+    assert plateau_k([1, 5], [np.nan, np.nan]) is None
+
+
+def test_median_ci_treats_censored_runs_as_infinite():
+    med, lo, hi = median_ci(np.array([100.0, 120, 140, np.nan, np.nan]))
+    assert med == 140 and lo <= med and hi == np.inf
+    med, lo, hi = median_ci(np.array([np.nan, np.nan, 5.0]))
+    assert np.isnan(med)
