@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pandas as pd
 
-IDENTITY = ["experiment", "run_id", "agent", "algorithm", "env", "seed"]
 
 
 def identity_columns(run) -> dict:

@@ -12,7 +12,7 @@ import numpy as np
 from tqdm import tqdm
 
 from rvfx import results
-from rvfx.agents import AGENTS
+from rvfx.agents import AGENTS, make_agent
 from rvfx.envs import ENVS
 from rvfx.live import live
 from rvfx.trajectory import final_rollout
@@ -38,8 +38,7 @@ def execute(run) -> dict:
     env_rng, agent_rng = run_rngs(run)
     env_cls, env_params_cls = ENVS[run.env]
     env = env_cls(env_params_cls(**run.env_params), env_rng)
-    factory, agent_params_cls = AGENTS[run.algorithm]
-    agent = factory(agent_params_cls(**run.agent_params), env, agent_rng)
+    agent = make_agent(run.algorithm, AGENTS[run.algorithm][1](**run.agent_params), env, agent_rng)
     metrics = live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning)
     metrics["trajectory"] = final_rollout(agent, env)
     return metrics
