@@ -2,7 +2,6 @@
 import os
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from rvfx import runner as runner_mod

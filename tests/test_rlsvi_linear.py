@@ -105,7 +105,7 @@ def test_rowwise_perturbed_solve_equals_full_dimensional_ridge_solution():
     full = full_ridge_rlsvi(env, phi, data, z, theta_hat, v, lam)
     gram, targets, next_sum = np.zeros((5, 4, 4)), np.zeros((5, 4)), np.zeros((5, 4, 5))
     for t, zt in zip(data, z):
-        (h, s), x = t.old_state, phi[t.old_state + (t.action,)]
+        h, x = t.old_state[0], phi[t.old_state + (t.action,)]
         gram[h] += np.outer(x, x)
         targets[h] += (t.reward + zt) * x
         if t.new_state is not None:

@@ -75,3 +75,13 @@ def scaling_panel(ax, runs: pd.DataFrame, size_col: str, group_col: str, loglog:
     ax.set_ylabel("learning time (episodes, eq. 7.1)")
     ax.legend(fontsize=7, title="median; slope [95% bootstrap CI]", title_fontsize=7)
     return fits
+
+
+def slope_row(fit, runs: pd.DataFrame) -> dict:
+    """Summary-table cells of one fitted scaling line (`fit`) over its `runs`."""
+    finite = np.isfinite(fit.slope)
+    return {"slope": round(fit.slope, 2) if finite else "n/a",
+            "95% CI": f"[{fit.lo:.2f}, {fit.hi:.2f}]" if finite and np.isfinite(fit.lo) else "n/a",
+            "sizes fitted": " ".join(str(int(s)) for s in fit.sizes_used),
+            "sizes with censored median": " ".join(str(int(s)) for s in fit.sizes_censored),
+            "censored runs": f"{int(runs['censored'].sum())}/{len(runs)}"}

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.figures import register
-from rvfx.figures.common import band, plt, save, scaling_panel, write_table
+from rvfx.figures.common import band, plt, save, scaling_panel, slope_row, write_table
 from rvfx.results import load_spec_value, load_table
 from rvfx.stats import censored_median
 
@@ -128,11 +128,7 @@ def fig_ensemble_scaling(results, out):
     rows = []
     for agent, fit in fits.items():
         g = runs[runs["agent"] == agent]
-        rows.append({"representation": agent, "slope": round(fit.slope, 2) if np.isfinite(fit.slope) else "n/a",
-                     "95% CI": f"[{fit.lo:.2f}, {fit.hi:.2f}]" if np.isfinite(fit.lo) else "n/a",
-                     "sizes fitted": " ".join(str(int(s)) for s in fit.sizes_used),
-                     "sizes with censored median": " ".join(str(int(s)) for s in fit.sizes_censored),
-                     "censored runs": f"{int(g['censored'].sum())}/{len(g)}",
+        rows.append({"representation": agent, **slope_row(fit, g),
                      "seeds per size": int(g.groupby("env.size").size().min())})
     return save(fig, out, "deepsea_ensemble_scaling") + write_table(pd.DataFrame(rows), out,
                                                                     "deepsea_ensemble_scaling_slopes")

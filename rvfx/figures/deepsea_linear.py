@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.figures import register
-from rvfx.figures.common import band, plt, save, scaling_panel, write_table
+from rvfx.figures.common import band, plt, save, scaling_panel, slope_row, write_table
 from rvfx.results import load_spec_value, load_table
 from rvfx.stats import censored_median, fit_loglog, mean_sem
 
@@ -178,11 +178,7 @@ def fig_linear_scaling(results, out):
     for name, fit in fits.items():
         g = runs[runs["features"] == name]
         med = {int(n): censored_median(_lt(s)) for n, s in g.groupby("env.size")}
-        rows.append({"M": int(g["agent.M"].iloc[0]), "slope": round(fit.slope, 2),
-                     "95% CI": f"[{fit.lo:.2f}, {fit.hi:.2f}]",
-                     "sizes fitted": " ".join(str(int(s)) for s in fit.sizes_used),
-                     "sizes with censored median": " ".join(str(int(s)) for s in fit.sizes_censored),
-                     "censored runs": f"{int(g['censored'].sum())}/{len(g)}",
+        rows.append({"M": int(g["agent.M"].iloc[0]), **slope_row(fit, g),
                      "median learning time by N": " ".join(f"{n}:{'cens' if np.isnan(v) else int(v)}"
                                                           for n, v in med.items())})
     return save(fig, out, "deepsea_linear_scaling") + write_table(pd.DataFrame(rows), out,

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.figures import register
-from rvfx.figures.common import band, plt, save, scaling_panel, write_table
+from rvfx.figures.common import band, plt, save, scaling_panel, slope_row, write_table
 from rvfx.results import load_spec_value, load_table
 from rvfx.stats import mean_sem
 
@@ -58,9 +58,6 @@ def fig_scaling(results, out):
     rows = []
     for agent, fit in fits.items():
         g = runs[runs["agent"] == agent]
-        rows.append({"agent": agent, "slope": round(fit.slope, 2), "95% CI": f"[{fit.lo:.2f}, {fit.hi:.2f}]",
-                     "sizes fitted": " ".join(str(int(s)) for s in fit.sizes_used),
-                     "sizes with censored median": " ".join(str(int(s)) for s in fit.sizes_censored),
-                     "censored runs": f"{int(g['censored'].sum())}/{len(g)}"})
+        rows.append({"agent": agent, **slope_row(fit, g)})
     return save(fig, out, "deepsea_tabular_scaling") + write_table(pd.DataFrame(rows), out,
                                                                    "deepsea_tabular_scaling_slopes")
