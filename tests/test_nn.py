@@ -170,6 +170,23 @@ def test_pack_gives_views_into_one_buffer():
     np.testing.assert_array_equal(views[0], arrays[0] + 1)
 
 
+def train_and_check_caches(ens, net, x, K, steps):
+    """A few SGD steps; after each, target values (cached per input where possible) equal a fresh
+    pass with theta^-, a sync copies theta into theta^-, and each member's value is its slice."""
+    tape = Tape()
+    for step in range(steps):
+        q = ens.value(x, tape=tape)
+        ens.apply_gradient(tape, np.ones_like(q))
+        fresh = net.forward(ens.target_params, x) + ens.prior(x)
+        np.testing.assert_allclose(ens.value(x, target=True), fresh, rtol=1e-6, atol=1e-6)
+        if step % 2 == 1:
+            ens.sync_target()
+            for t, p in zip(ens.target_params, ens.params):
+                np.testing.assert_array_equal(t, p)
+    for k in range(K):
+        np.testing.assert_allclose(ens.member_value(k, x), ens.value(x)[k], rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("index_input", [True, False])
 def test_prior_is_fixed_and_cached_exactly(index_input):
     """Q = f + beta f(theta0): the cached prior table is exact, theta0 never trains, target cache is exact."""
@@ -181,21 +198,9 @@ def test_prior_is_fixed_and_cached_exactly(index_input):
     x = make_input(net, rng, 12, np.float32)
     np.testing.assert_allclose(ens.prior(x), beta * net.forward(ens.prior_params, x), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(ens.value(x), net.forward(ens.params, x) + ens.prior(x), rtol=1e-6)
-    tape = Tape()
-    for step in range(6):
-        q = ens.value(x, tape=tape)
-        ens.apply_gradient(tape, np.ones_like(q))
-        # target values (cached per input for index inputs) equal a fresh pass with theta^-
-        fresh = net.forward(ens.target_params, x) + ens.prior(x)
-        np.testing.assert_allclose(ens.value(x, target=True), fresh, rtol=1e-6, atol=1e-6)
-        if step % 2 == 1:
-            ens.sync_target()
-            for t, p in zip(ens.target_params, ens.params):
-                np.testing.assert_array_equal(t, p)
+    train_and_check_caches(ens, net, x, K, steps=6)
     for p, p0 in zip(ens.prior_params, prior0):
         np.testing.assert_array_equal(p, p0)
-    for k in range(K):
-        np.testing.assert_allclose(ens.member_value(k, x), ens.value(x)[k], rtol=1e-5, atol=1e-6)
 
 
 def test_glorot_uniform_limits():
@@ -338,17 +343,6 @@ def test_keyed_block_inputs_cache_prior_and_target_exactly():
     assert ens.prior_table.shape == (n_keys, K, 2)
     x = inputs(np.array([4, 0, 8, 4, 2, 7]))
     np.testing.assert_allclose(ens.prior(x), beta * net.forward(ens.prior_params, x), rtol=1e-6, atol=1e-6)
-    tape = Tape()
-    for step in range(5):
-        q = ens.value(x, tape=tape)
-        ens.apply_gradient(tape, np.ones_like(q))
-        fresh = net.forward(ens.target_params, x) + ens.prior(x)
-        np.testing.assert_allclose(ens.value(x, target=True), fresh, rtol=1e-6, atol=1e-6)
-        if step % 2 == 1:
-            ens.sync_target()
-            for t, p in zip(ens.target_params, ens.params):
-                np.testing.assert_array_equal(t, p)
-    for k in range(K):
-        np.testing.assert_allclose(ens.member_value(k, x), ens.value(x)[k], rtol=1e-5, atol=1e-6)
+    train_and_check_caches(ens, net, x, K, steps=5)
     with pytest.raises(ValueError, match="key"):
         ens.value(x._replace(key=None), target=True)
