@@ -7,7 +7,7 @@ import pandas as pd
 from rvfx.figures import register
 from rvfx.figures.common import band, plt, save, scaling_panel, slope_row, write_table
 from rvfx.results import load_spec_value, load_table
-from rvfx.stats import mean_sem
+from rvfx.stats import censored_median, mean_sem
 
 
 @register("deepsea_tabular", ["deepsea_tabular"],
@@ -40,9 +40,8 @@ def fig_regret(results, out):
             m = mean_sem(sub.assign(k=0), ["k"], "final_cum_regret").iloc[0]
             row[f"{name}: regret"] = f"{m['mean']:.1f} ± {m['sem']:.1f} (n={int(m['count'])})"
         row["episodes"] = int(g["episodes_run"].max())
-        lt = g.loc[g["env.treasure"], "learning_time"]
-        row["treasure learning time (median)"] = (f"{np.nanmedian(lt):.0f}" if lt.notna().sum() * 2 > len(lt)
-                                                  else "censored")
+        lt = censored_median(pd.to_numeric(g.loc[g["env.treasure"], "learning_time"]).to_numpy(float))
+        row["treasure learning time (median)"] = "censored" if np.isnan(lt) else f"{lt:.0f}"
         rows.append(row)
     return save(fig, out, "deepsea_tabular") + write_table(pd.DataFrame(rows), out, "deepsea_tabular_summary")
 
