@@ -5,6 +5,20 @@ import pytest
 from rvfx.nn import SGD, Adam, EnsembleMLP, PriorEnsemble, SparseRows, Tape, pack, row_sums
 
 
+
+def numeric_grad(loss, p: np.ndarray, eps: float) -> np.ndarray:
+    """Central finite differences of loss() with respect to the array p (changed in place, restored)."""
+    numeric = np.zeros_like(p)
+    for i in np.ndindex(p.shape):
+        old = p[i]
+        p[i] = old + eps
+        up = loss()
+        p[i] = old - eps
+        down = loss()
+        p[i] = old
+        numeric[i] = (up - down) / (2 * eps)
+    return numeric
+
 def dense_grad(g, shape):
     if isinstance(g, SparseRows):
         out = np.zeros(shape, g.values.dtype)
@@ -42,15 +56,7 @@ def test_gradient_matches_finite_differences(index_input, hidden):
     for p, g in zip(params, grads):
         g = dense_grad(g, p.shape)
         assert g.shape == p.shape
-        numeric = np.zeros_like(p)
-        for i in np.ndindex(p.shape):
-            old = p[i]
-            p[i] = old + eps
-            up = loss()
-            p[i] = old - eps
-            down = loss()
-            p[i] = old
-            numeric[i] = (up - down) / (2 * eps)
+        numeric = numeric_grad(loss, p, eps)
         np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-7)
 
 
@@ -251,15 +257,7 @@ def test_block_input_gradient_matches_finite_differences(hidden):
     eps = 1e-6
     for p, g in zip(params, grads):
         g = dense_grad(g, p.shape)
-        numeric = np.zeros_like(p)
-        for i in np.ndindex(p.shape):
-            old = p[i]
-            p[i] = old + eps
-            up = loss()
-            p[i] = old - eps
-            down = loss()
-            p[i] = old
-            numeric[i] = (up - down) / (2 * eps)
+        numeric = numeric_grad(loss, p, eps)
         np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-7)
 
 
