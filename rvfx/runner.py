@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 import traceback
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
@@ -73,7 +74,10 @@ def run_sweep(runs, out: str, jobs: int = 1, executor: Executor | None = None) -
     (any concurrent.futures.Executor, e.g. a dask.distributed Client's executor)."""
     pending = [r for r in runs if not results.is_done(out, r)]
     outcomes = []
-    bar = tqdm(total=len(pending), desc="runs", unit="run", disable=None)
+    # In a terminal the bar redraws in place; redirected to a log (a background sweep) it still
+    # reports, once a minute, so `tail` shows progress and an ETA.
+    tty = sys.stderr.isatty()
+    bar = tqdm(total=len(pending), desc="runs", unit="run", mininterval=0.1 if tty else 60.0)
     if executor is None and jobs <= 1:
         for run in pending:
             outcomes.append(run_and_store(run, out))
