@@ -55,6 +55,8 @@ def run(spec, scale, jobs, sets, out, dask_address, dry_run):
     outcomes = run_sweep(exp.runs, out, jobs=jobs, executor=executor)
     results.collect(out, exp.runs, resolved_yaml(exp))
     failed = [o for o in outcomes if not o.ok]
+    click.echo(f"{exp.name}: {len(outcomes) - len(failed)} run(s) finished, {len(failed)} failed; "
+               f"tables in {Path(out) / exp.name}")
     if failed:
         click.echo(f"{len(failed)} run(s) failed (the others were kept):", err=True)
         for o in failed:

@@ -45,7 +45,9 @@ def test_interrupted_sweep_resumes_and_redoes_only_unfinished_runs(tiny_spec, tm
     (half / "episodes.csv").write_text("garbage")
     result = invoke("run", tiny_spec, "--out", out, "--dry-run")
     assert "8 runs, 5 done, 3 to run" in result.output
-    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    result = invoke("run", tiny_spec, "--out", out)
+    assert result.exit_code == 0
+    assert "tiny: 3 run(s) finished, 0 failed" in result.output
     assert {p: p.stat().st_mtime_ns for p in kept} == mtimes    # finished runs untouched
     assert read_tables(out) == full
 
