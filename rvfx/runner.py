@@ -77,7 +77,8 @@ def run_sweep(runs, out: str, jobs: int = 1, executor: Executor | None = None) -
     # In a terminal the bar redraws in place; redirected to a log (a background sweep) it still
     # reports, once a minute, so `tail` shows progress and an ETA.
     tty = sys.stderr.isatty()
-    bar = tqdm(total=len(pending), desc="runs", unit="run", mininterval=0.1 if tty else 60.0)
+    bar = tqdm(total=len(pending), desc="runs", unit="run", mininterval=0.1 if tty else 60.0,
+               miniters=None if tty else 1)
     if executor is None and jobs <= 1:
         for run in pending:
             outcomes.append(run_and_store(run, out))
