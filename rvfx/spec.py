@@ -54,6 +54,17 @@ class RunSpec:
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _identity_params(obj) -> dict:
+    """The parameters that name a run: all of them, except a parameter marked `added_later` while it
+    is at its default. A parameter added after results exist then leaves their run ids (and their
+    agents' seeds) unchanged, and those runs are exactly what the new default runs."""
+    d = dataclasses.asdict(obj)
+    for f in dataclasses.fields(obj):
+        if f.metadata.get("added_later") and d[f.name] == f.default:
+            del d[f.name]
+    return d
+
+
 @dataclass
 class ExperimentSpec:
     name: str
@@ -180,8 +191,8 @@ def _validate_and_expand(spec: dict, scale: str) -> ExperimentSpec:
             env_obj = build(env_cls, env_p, gp)
             agent_obj = build(params_cls, agent_p, gp)
             for seed in range(n_seeds):
-                runs.append(RunSpec(name, label, algo, dataclasses.asdict(agent_obj), env["name"],
-                                    dataclasses.asdict(env_obj), seed, n_episodes, stop, log,
+                runs.append(RunSpec(name, label, algo, _identity_params(agent_obj), env["name"],
+                                    _identity_params(env_obj), seed, n_episodes, stop, log,
                                     dict(zip(keys, combo))))
     return ExperimentSpec(name, spec.get("description", ""), figures, scale, runs, spec)
 

@@ -212,6 +212,19 @@ def test_batched_td_step_equals_per_member_loop():
             np.testing.assert_allclose(p[k], q[0], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("period", [1, 3])
+def test_sgd_every_period_th_environment_step(period):
+    """sgd_period=k: the sgd_steps_per_step SGD steps run on environment steps k, 2k, ... once the
+    buffer holds min_replay transitions (deep sea N=4: 4 steps an episode)."""
+    env = small_sea(4)
+    p = EnsembleParams(K=2, hidden1=4, hidden2=0, batch_size=4, min_replay=6, sgd_steps_per_step=2,
+                       sgd_period=period)
+    agent = make_ensemble_agent(p, env, np.random.default_rng(0))
+    live(agent, env, 10)                                    # 40 environment steps
+    assert agent.env_steps == 40
+    assert agent.sgd_steps == 2 * sum(1 for t in range(6, 41) if t % period == 0)
+
+
 def test_members_are_sampled_uniformly_per_episode():
     env = small_sea(4)
     agent = make_ensemble_agent(EnsembleParams(K=5, hidden1=4, hidden2=0), env, np.random.default_rng(7))

@@ -92,3 +92,16 @@ def test_set_reaches_grid_axes(tmp_path):
     spec.write_text(BASE + "grid:\n  env.size: [4, 5, 6]\n")
     runs = load_spec(str(spec), sets=("grid.env.size=[7, 8]", "agents.rlsvi.grid.agent.v=[1, 2]")).runs
     assert [(r.env_params["size"], r.agent_params["v"]) for r in runs] == [(7, 1), (7, 2), (8, 1), (8, 2)]
+
+
+def test_parameter_added_later_keeps_run_ids_at_its_default(tmp_path):
+    """ensemble_rlsvi's sgd_period came after paper results existed: at its default it is left out of
+    the run id (old results stay valid, and are exactly what the default runs); set, it names new runs."""
+    spec = tmp_path / "e.yaml"
+    spec.write_text(BASE.replace("algorithm: grlsvi\n    v: 0.5", "algorithm: ensemble_rlsvi\n    K: 2"))
+    default = load_spec(str(spec)).runs[0]
+    explicit = load_spec(str(spec), sets=("agents.rlsvi.sgd_period=1",)).runs[0]
+    other = load_spec(str(spec), sets=("agents.rlsvi.sgd_period=4",)).runs[0]
+    assert "sgd_period" not in default.agent_params and "K" in default.agent_params
+    assert explicit.run_id == default.run_id
+    assert other.agent_params["sgd_period"] == 4 and other.run_id != default.run_id

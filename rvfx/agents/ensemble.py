@@ -44,6 +44,9 @@ class EnsembleParams:
     optimizer: Literal["adam", "sgd"] = field(default="adam", metadata={"doc": "adam | sgd"})
     target_period: int = field(default=4, metadata={"min": 1, "doc": "SGD steps between target-network copies"})
     sgd_steps_per_step: int = field(default=1, metadata={"min": 0, "doc": "SGD steps per environment step"})
+    sgd_period: int = field(default=1, metadata={
+        "min": 1, "added_later": True,
+        "doc": "take the sgd_steps_per_step SGD steps every sgd_period-th environment step (paper: 1)"})
     mask: Mask = field(default="bootstrap", metadata={
         "doc": "bootstrap: weights {0,2} w.p. 1/2 (Alg. 7) | gaussian: reward noise (Alg. 6) | none"})
     noise_scale: float = field(default=0.1, metadata={"min": 0.0, "doc": "std of the Gaussian reward noise (Alg. 6)"})
@@ -230,6 +233,7 @@ class EnsembleRLSVI:
         self._discrete = representation.code_shape == ()
         self.episode = 0
         self.active = 0
+        self.env_steps = 0
         self.sgd_steps = 0
         self.epsilon = params.epsilon
 
@@ -274,7 +278,8 @@ class EnsembleRLSVI:
             next_prior = self._prior_of(next_code)   # terminal placeholder too: equal codes, equal priors
         self.buffer.add(code, transition.action, transition.reward, next_code,
                         0.0 if terminal else self.params.gamma, prior, next_prior)
-        if self.buffer.size >= self.params.min_replay:
+        self.env_steps += 1
+        if self.buffer.size >= self.params.min_replay and self.env_steps % self.params.sgd_period == 0:
             for _ in range(self.params.sgd_steps_per_step):
                 self.sgd_step()
 
