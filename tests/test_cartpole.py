@@ -208,6 +208,21 @@ def test_start_state():
     assert env.reset().new_state[4] == 0.0 and env.expected_return == 0.0
 
 
+def test_start_upright_control():
+    """start_angle=0: s_0 = (0,0,0,0) + U(+-0.05) (before wrapping into [0, 2pi)), in the reward box
+    from the first step; the batch env starts the same way."""
+    p = CartpoleSwingUpParams(start_angle=0.0)
+    env = CartpoleSwingUp(p, np.random.default_rng(0))
+    starts = np.array([env.reset().new_state for _ in range(500)])
+    assert np.all(np.cos(starts[:, 0]) >= math.cos(0.05)) and np.all(np.abs(starts[:, 1:4]) <= 0.05)
+    assert starts[:, 0].min() < 0.01 and starts[:, 0].max() > 2 * math.pi - 0.01       # both sides of upright
+    env.reset()
+    assert env.step(1).reward == 1.0                                                # no force: +1, no cost
+    batch = CartpoleSwingUpBatch(p, [np.random.default_rng(i) for i in range(3)])
+    np.testing.assert_array_equal(batch.reset(), [CartpoleSwingUp(p, np.random.default_rng(i)).reset().new_state
+                                                  for i in range(3)])
+
+
 def test_batch_step_equals_single_steps():
     rng = np.random.default_rng(1)
     n = 200

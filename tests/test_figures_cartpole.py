@@ -30,18 +30,19 @@ def assert_png(path: Path):
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("cartpole")
-    for spec in ("cartpole_dqn", "cartpole_rlsvi"):
+    for spec in ("cartpole_dqn", "cartpole_rlsvi", "cartpole_balance"):
         r = invoke("run", CONFIGS / f"{spec}.yaml", "--jobs", 1, "--out", out, *TINY)
         assert r.exit_code == 0, r.output
     return out
 
 
 @pytest.mark.parametrize("scale", ["ci", "paper"])
-@pytest.mark.parametrize("spec", ["cartpole_dqn", "cartpole_rlsvi"])
-def test_specs_validate_at_both_scales(spec, scale):
+@pytest.mark.parametrize("spec, runs", [("cartpole_dqn", (6, 60)), ("cartpole_rlsvi", (6, 60)),
+                                        ("cartpole_balance", (8, 20))])
+def test_specs_validate_at_both_scales(spec, runs, scale):
     r = invoke("validate", CONFIGS / f"{spec}.yaml", "--scale", scale)
     assert r.exit_code == 0, r.output
-    assert ("60 runs" if scale == "paper" else "6 runs") in r.output
+    assert f"{runs[scale == 'paper']} runs" in r.output
 
 
 def test_specs_log_every_episode_of_every_run(results):
@@ -54,15 +55,40 @@ def test_specs_log_every_episode_of_every_run(results):
     assert sorted(dqn["agent.epsilon_anneal_episodes"].unique()) == [2, 4, 8]
 
 
-@pytest.mark.parametrize("fig", ["cartpole_dqn", "cartpole_rlsvi"])
-def test_learning_curve_figures_render_with_a_summary_table(results, tmp_path, fig):
+@pytest.mark.parametrize("fig, groups", [("cartpole_dqn", 3), ("cartpole_rlsvi", 3), ("cartpole_balance", 4)])
+def test_learning_curve_figures_render_with_a_summary_table(results, tmp_path, fig, groups):
     r = invoke("plot", fig, "--results", results, "--out", tmp_path)
     assert r.exit_code == 0, r.output
     assert_png(tmp_path / f"{fig}.png")
     table = pd.read_csv(tmp_path / f"{fig}_summary.csv")
-    assert len(table) == 3 and (table["seeds"] == 2).all()
-    ever = [c for c in table.columns if c.startswith("reached upright")][0]
-    assert table[ever].str.match(r"^\d+/2 = ").all()
+    assert len(table) == groups and (table["seeds"] == 2).all()
+    for prefix in ("reached upright", "learnt"):
+        col = [c for c in table.columns if c.startswith(prefix)][0]
+        assert table[col].str.match(r"^\d+/2 = ").all()
+
+
+def test_balance_control_starts_upright(results):
+    """cartpole_balance starts in the reward box: with 1 s episodes every run collects upright reward."""
+    eps = pd.read_csv(results / "cartpole_balance" / "episodes.csv")
+    assert (eps.groupby("run_id")["upright_steps"].max() > 0).all()
+
+
+def test_learnt_means_a_final_return_of_100_not_one_pass_through_the_box(tmp_path):
+    """Scattered visits to the reward box count as 'reached', not as 'learnt'."""
+    rows = []
+    for seed, (visits, final) in enumerate([(5, -6.0), (0, -6.0), (300, 300.0)]):
+        for ep in range(1, 21):
+            late = ep > 18                                    # the last 10%
+            rows.append({"run_id": f"r{seed}", "agent": "rlsvi", "seed": seed, "episode": ep,
+                         "upright_steps": visits if ep == 3 or (late and final > 0) else 0,
+                         "return": final if late else -6.0})
+    eps = pd.DataFrame(rows)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "spec.yaml").write_text("agents:\n  rlsvi: {algorithm: ensemble_rlsvi}\n")
+    row = figs.summary_rows(tmp_path, "x", eps)[0]
+    assert row["reached upright (upright steps > 0), ever"] == "2/3 = 0.67"
+    learnt = [v for k, v in row.items() if k.startswith("learnt")][0]
+    assert learnt == "1/3 = 0.33"
 
 
 def test_runner_keeps_each_runs_final_greedy_episode_and_the_render_draws_it(results, tmp_path):
@@ -134,3 +160,4 @@ def test_figures_are_registered_for_their_experiments():
     assert FIGURES["cartpole_dqn"].experiments == ("cartpole_dqn",)
     assert FIGURES["cartpole_rlsvi"].experiments == ("cartpole_rlsvi",)
     assert FIGURES["cartpole_render"].experiments == ("cartpole_rlsvi",)
+    assert FIGURES["cartpole_balance"].experiments == ("cartpole_balance",)

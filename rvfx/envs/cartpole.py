@@ -28,7 +28,10 @@ class CartpoleSwingUpParams:
     action_cost: float = field(default=0.001, metadata={"min": 0.0, "doc": "cost per step per unit |F| (paper: |F|/1000)"})
     max_time: float = field(default=10.0, metadata={"gt": 0.0, "doc": "episode ends once t > max_time"})
     rail: float = field(default=5.0, metadata={"gt": 0.0, "doc": "rigid rail ends at x = ±rail"})
-    init_noise: float = field(default=0.05, metadata={"min": 0.0, "doc": "s_0 = (π,0,0,0) + U(±init_noise) per component"})
+    init_noise: float = field(default=0.05, metadata={"min": 0.0, "doc": "s_0 = (start_angle,0,0,0) + U(±init_noise) per component"})
+    start_angle: float = field(default=math.pi, metadata={
+        "added_later": True,
+        "doc": "θ of s_0 before the noise (paper: π, hanging down; 0: upright, a control that needs no exploration)"})
     upright_cos: float = field(default=0.95, metadata={"min": -1.0, "max": 1.0, "doc": "reward needs cos θ > this"})
     steady_bound: float = field(default=1.0, metadata={"min": 0.0, "doc": "reward needs |θ̇|, |x|, |ẋ| <= this"})
     tau_pole_mass: bool = field(default=True, metadata={
@@ -95,7 +98,7 @@ class CartpoleSwingUp:
         self._costs = tuple(p.action_cost * abs(f) for f in self._forces)
         self._last_k = last_time_index(p)
         self.horizon = self._last_k + 1
-        self._state = (math.pi, 0.0, 0.0, 0.0)
+        self._state = (p.start_angle, 0.0, 0.0, 0.0)
         self._k = 0
         self._obs = None
 
@@ -118,7 +121,8 @@ class CartpoleSwingUp:
         self._k = 0
         self.expected_return = 0.0
         self.upright_steps = 0
-        self.set_state(math.pi + w[0], w[1], w[2], w[3])
+        theta = p.start_angle + w[0]
+        self.set_state(theta % TWO_PI if p.wrap_theta else theta, w[1], w[2], w[3])
         return Transition(None, None, 0.0, self._obs, 0)
 
     def step(self, action: int) -> Transition:
@@ -176,7 +180,7 @@ class CartpoleSwingUpBatch:
         self._last_k = last_time_index(p)
         self.horizon = self._last_k + 1
         self.state = np.zeros((4, self.batch))  # rows θ, θ̇, x, ẋ
-        self.state[0] = math.pi
+        self.state[0] = p.start_angle
         self._k = 0
 
     def observation(self) -> np.ndarray:
@@ -189,7 +193,9 @@ class CartpoleSwingUpBatch:
     def reset(self) -> np.ndarray:
         p = self.params
         w = np.array([r.uniform(-p.init_noise, p.init_noise, size=4) for r in self.rngs]).T
-        self.state = w + np.array([[math.pi], [0.0], [0.0], [0.0]])
+        self.state = w + np.array([[p.start_angle], [0.0], [0.0], [0.0]])
+        if p.wrap_theta:
+            np.remainder(self.state[0], TWO_PI, out=self.state[0])
         self._k = 0
         self.expected_return = np.zeros(self.batch)
         return self.observation()
