@@ -45,20 +45,31 @@ def band(ax, df: pd.DataFrame, x: str, y: str, label: str, color=None):
     return line
 
 
+def learning_times(runs: pd.DataFrame) -> np.ndarray:
+    """The runs' eq. 7.1 learning times as floats, NaN for a censored run."""
+    return pd.to_numeric(runs["learning_time"], errors="coerce").to_numpy(float)
+
+
+def run_dots(ax, x: np.ndarray, lt: np.ndarray, caps: np.ndarray, color, seed: int, spread: float = 0.04,
+             size: float = 8, alpha: float = 0.35, marker: str = "o", triangle: float = 30) -> None:
+    """One dot per run at (x, learning time), jittered by a factor 1 +- spread/2 (log axes), and an
+    open triangle at its cap for a censored run (lt NaN)."""
+    cens = np.isnan(lt)
+    jitter = x * (1 + spread * (np.random.default_rng(seed).random(len(x)) - 0.5))
+    ax.scatter(jitter[~cens], lt[~cens], s=size, alpha=alpha, color=color, marker=marker)
+    if cens.any():
+        ax.scatter(jitter[cens], caps[cens], marker="^", s=triangle, facecolors="none", edgecolors=color)
+
+
 def scaling_panel(ax, runs: pd.DataFrame, size_col: str, group_col: str, loglog: bool = True):
     """Learning time vs size per group: one dot per run, censored runs as open triangles
     at their cap, the median per size, and the fitted log-log slope with its 95% CI."""
     fits = {}
     for i, (name, g) in enumerate(runs.groupby(group_col, sort=False)):
         color = f"C{i}"
-        lt = pd.to_numeric(g["learning_time"], errors="coerce").to_numpy(float)
+        lt = learning_times(g)
         sizes = g[size_col].to_numpy(float)
-        cens = np.isnan(lt)
-        jitter = 1 + 0.03 * (np.random.default_rng(i).random(len(sizes)) - 0.5)
-        ax.scatter(sizes[~cens] * jitter[~cens], lt[~cens], s=10, alpha=0.4, color=color)
-        if cens.any():
-            ax.scatter(sizes[cens] * jitter[cens], g["episodes_run"].to_numpy(float)[cens], marker="^",
-                       s=30, facecolors="none", edgecolors=color)
+        run_dots(ax, sizes, lt, g["episodes_run"].to_numpy(float), color, i, spread=0.03, size=10, alpha=0.4)
         fit = fit_loglog(sizes, lt)
         fits[name] = fit
         med = g.assign(lt=lt).groupby(size_col)["lt"].apply(
@@ -87,3 +98,18 @@ def slope_row(fit, runs: pd.DataFrame) -> dict:
             "sizes fitted": " ".join(str(int(s)) for s in fit.sizes_used),
             "sizes with censored median": " ".join(str(int(s)) for s in fit.sizes_censored),
             "censored runs": f"{int(runs['censored'].sum())}/{len(runs)}"}
+
+
+def size_scaling_figure(runs: pd.DataFrame, title: str, out: Path, name: str, label: str = "agent",
+                        figsize=(6, 4.5), extra=None) -> list[Path]:
+    """Learning time vs deep sea size N per agent (`scaling_panel`, log-log), and the table
+    `<name>_slopes` of fitted slopes; `extra(runs of one agent)` may add columns to its row."""
+    fig, ax = plt.subplots(figsize=figsize)
+    fits = scaling_panel(ax, runs, "env.size", "agent")
+    ax.set_xlabel("deep sea size N")
+    ax.set_title(title)
+    rows = []
+    for agent, fit in fits.items():
+        g = runs[runs["agent"] == agent]
+        rows.append({label: agent, **slope_row(fit, g), **(extra(g) if extra else {})})
+    return save(fig, out, name) + write_table(pd.DataFrame(rows), out, f"{name}_slopes")

@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 
 from rvfx.figures import register
-from rvfx.figures.common import band, plt, save, scaling_panel, slope_row, write_table
+from rvfx.figures.common import band, learning_times, plt, run_dots, save, size_scaling_figure, write_table
 from rvfx.results import load_spec_value, load_table
-from rvfx.stats import censored_median
+from rvfx.stats import censored_median, mean_sem
 
 # Fig. 14's plateau: the smallest K whose median learning time is within this factor of the best K's
 # (the paper reads "the marginal benefits seem to plateau around K=20" off its regret curves).
@@ -59,13 +59,15 @@ def fig_ensemble(results, out):
         g = eps[eps[kcol] == k]
         r = runs[runs[kcol] == k]
         band(ax, g, "episode", "cum_regret", f"K={k} ({r['run_id'].nunique()} seeds)", color=f"C{i}")
-        lt = pd.to_numeric(r["learning_time"], errors="coerce").to_numpy(float)
+        lt = learning_times(r)
+        # learning time vs K: one dot per seed, censored seeds as open triangles at the cap
+        run_dots(ax2, np.full(len(lt), float(k)), lt, r["episodes_run"].to_numpy(float), f"C{i}", i,
+                 spread=0.06, size=10, alpha=0.4)
         med, lo, hi = median_ci(lt)
-        final = r["final_cum_regret"].to_numpy(float)
-        sem = final.std(ddof=1) / np.sqrt(len(final)) if len(final) > 1 else 0.0
+        final = mean_sem(r.assign(_=0), ["_"], "final_cum_regret").iloc[0]
         rows.append({"K": int(k), "seeds": len(r), "median learning time": med, "lo": lo, "hi": hi,
                      "censored": int(r["censored"].sum()), "episodes": int(r["episodes_run"].max()),
-                     "final regret": f"{final.mean():.1f} ± {sem:.1f}"})
+                     "final regret": f"{final['mean']:.1f} ± {final['sem']:.1f}"})
     ax.set_xlabel("episode")
     ax.set_ylabel("cumulative regret")
     ax.set_title(f"learn_ensemble_rlsvi, deep sea N={size}, one-hot pixels")
@@ -73,16 +75,7 @@ def fig_ensemble(results, out):
 
     table = pd.DataFrame(rows)
     best_k = plateau_k(table["K"].tolist(), table["median learning time"].tolist())
-    # learning time vs K: median with bootstrap CI, one dot per seed, censored seeds as open triangles
-    for i, k in enumerate(ks):
-        r = runs[runs[kcol] == k]
-        lt = pd.to_numeric(r["learning_time"], errors="coerce").to_numpy(float)
-        cens = np.isnan(lt)
-        jitter = k * (1 + 0.06 * (np.random.default_rng(i).random(len(lt)) - 0.5))
-        ax2.scatter(jitter[~cens], lt[~cens], s=10, alpha=0.4, color=f"C{i}")
-        if cens.any():
-            ax2.scatter(jitter[cens], r["episodes_run"].to_numpy(float)[cens], marker="^", s=30,
-                        facecolors="none", edgecolors=f"C{i}")
+    # learning time vs K: the median with its bootstrap CI over the dots
     fin = table[np.isfinite(table["median learning time"])]
     if len(fin):
         err = np.vstack([fin["median learning time"] - fin["lo"],
@@ -121,14 +114,6 @@ def fig_ensemble(results, out):
           "representation, with fitted slopes and 95% bootstrap CIs; censored runs as open triangles")
 def fig_ensemble_scaling(results, out):
     runs = load_table(results, "deepsea_ensemble_scaling", "runs")
-    fig, ax = plt.subplots(figsize=(6.5, 4.8))
-    fits = scaling_panel(ax, runs, "env.size", "agent")
-    ax.set_xlabel("deep sea size N")
-    ax.set_title("learn_ensemble_rlsvi K=20: learning time vs N")
-    rows = []
-    for agent, fit in fits.items():
-        g = runs[runs["agent"] == agent]
-        rows.append({"representation": agent, **slope_row(fit, g),
-                     "seeds per size": int(g.groupby("env.size").size().min())})
-    return save(fig, out, "deepsea_ensemble_scaling") + write_table(pd.DataFrame(rows), out,
-                                                                    "deepsea_ensemble_scaling_slopes")
+    return size_scaling_figure(runs, "learn_ensemble_rlsvi K=20: learning time vs N", out,
+                               "deepsea_ensemble_scaling", label="representation", figsize=(6.5, 4.8),
+                               extra=lambda g: {"seeds per size": int(g.groupby("env.size").size().min())})

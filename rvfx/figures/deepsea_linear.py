@@ -7,17 +7,12 @@ import numpy as np
 import pandas as pd
 
 from rvfx.figures import register
-from rvfx.figures.common import band, plt, save, scaling_panel, slope_row, write_table
+from rvfx.figures.common import band, learning_times, plt, run_dots, save, scaling_panel, slope_row, write_table
 from rvfx.results import load_spec_value, load_table
 from rvfx.stats import censored_median, fit_loglog, mean_sem
 
 LT_LABEL = "learning time (episodes, eq. 7.1)"
 CENSORED_NOTE = "dots: runs; line: median; open triangles: censored runs at their cap"
-
-
-def _lt(g: pd.DataFrame) -> np.ndarray:
-    """Learning times as floats, NaN for censored runs."""
-    return pd.to_numeric(g["learning_time"], errors="coerce").to_numpy(float)
 
 
 def _fmt_fit(fit) -> str:
@@ -48,13 +43,8 @@ def _log_axes(ax, xs) -> None:
 def _lt_curve(ax, g: pd.DataFrame, x: str, color, label: str, linestyle="-", marker="o", jitter_seed=0):
     """Learning time of the runs in `g` against column `x`: a dot per run, an open triangle at
     the cap for a censored run, and the censored median per x (left out where censored)."""
-    lt, xs = _lt(g), g[x].to_numpy(float)
-    cens = np.isnan(lt)
-    jitter = 1 + 0.04 * (np.random.default_rng(jitter_seed).random(len(xs)) - 0.5)
-    ax.scatter(xs[~cens] * jitter[~cens], lt[~cens], s=8, alpha=0.35, color=color, marker=marker)
-    if cens.any():
-        ax.scatter(xs[cens] * jitter[cens], g["episodes_run"].to_numpy(float)[cens], marker="^", s=30,
-                   facecolors="none", edgecolors=color)
+    lt, xs = learning_times(g), g[x].to_numpy(float)
+    run_dots(ax, xs, lt, g["episodes_run"].to_numpy(float), color, jitter_seed, marker=marker)
     ux = np.unique(xs)
     med = np.array([censored_median(lt[xs == u]) for u in ux])
     ok = ~np.isnan(med)
@@ -137,7 +127,7 @@ def fig_linear_regret(results, out):
     rows = []
     for (agent, chest), g in runs.groupby(["agent", "env.treasure"], sort=False):
         m = mean_sem(g.assign(k=0), ["k"], "final_cum_regret").iloc[0]
-        lt = _lt(g)
+        lt = learning_times(g)
         rows.append({"agent": agent, "chest": "treasure" if chest else "bomb", "seeds": len(g),
                      "episodes": int(g["episodes_run"].max()),
                      "final cumulative regret": f"{m['mean']:.1f} ± {m['sem']:.1f}",
@@ -163,7 +153,7 @@ def fig_linear_scaling(results, out):
     ax_raw.legend(fontsize=7, title="median", title_fontsize=7)
     fits = scaling_panel(ax_log, runs, "env.size", "features", loglog=True)
     ns = np.sort(runs["env.size"].unique()).astype(float)
-    first = censored_median(_lt(runs[runs["env.size"] == ns[0]]))
+    first = censored_median(learning_times(runs[runs["env.size"] == ns[0]]))
     if np.isfinite(first):          # a slope-2 guide through the smallest size's median (all M)
         ax_log.plot(ns, first * (ns / ns[0]) ** 2, color="grey", ls=":", lw=1, label="slope 2 (paper's reading)")
         ax_log.legend(fontsize=7, title="median; slope [95% bootstrap CI]", title_fontsize=7)
@@ -177,7 +167,7 @@ def fig_linear_scaling(results, out):
     rows = []
     for name, fit in fits.items():
         g = runs[runs["features"] == name]
-        med = {int(n): censored_median(_lt(s)) for n, s in g.groupby("env.size")}
+        med = {int(n): censored_median(learning_times(s)) for n, s in g.groupby("env.size")}
         rows.append({"M": int(g["agent.M"].iloc[0]), **slope_row(fit, g),
                      "median learning time by N": " ".join(f"{n}:{'cens' if np.isnan(v) else int(v)}"
                                                           for n, v in med.items())})
@@ -193,7 +183,7 @@ def _vs_m_rows(runs: pd.DataFrame, label: str) -> list[dict]:
     best-fitting kink of a two-piece line (where the curve bends)."""
     rows = []
     for n, g in runs.groupby("env.size"):
-        m, lt = g["agent.M"].to_numpy(float), _lt(g)
+        m, lt = g["agent.M"].to_numpy(float), learning_times(g)
         below, above = m < 2 * n, m >= 2 * n
         ux = np.unique(m)
         med = np.array([censored_median(lt[m == u]) for u in ux])
@@ -422,7 +412,7 @@ def fig_tuning_seeds(results, out):
             if i == len(noises) - 1:
                 ax.set_xlabel("episode", fontsize=7)
             ax.tick_params(labelsize=6)
-            lt = censored_median(_lt(r))
+            lt = censored_median(learning_times(r))
             rows.append({"reward noise sd": noise, "randomization": _setting_label(v), "lambda": lam_ref,
                          "seeds learnt by T": f"{learnt}/{len(r)}",
                          "median learning time": "censored" if np.isnan(lt) else int(lt),
@@ -453,10 +443,10 @@ def fig_bootstrap_scaling(results, out):
             a = g[g["algorithm"] == algo]
             if a.empty:
                 continue
-            fits[short] = fit = fit_loglog(a["env.size"].to_numpy(float), _lt(a))
+            fits[short] = fit = fit_loglog(a["env.size"].to_numpy(float), learning_times(a))
             _lt_curve(ax_n, a, "env.size", f"C{i}", f"{short} M={int(M)}: slope {_fmt_fit(fit)}", ls, mk, i)
             row[f"{short} slope [95% CI]"] = _fmt_fit(fit)
-            row[f"{short} censored runs"] = f"{int(np.isnan(_lt(a)).sum())}/{len(a)}"
+            row[f"{short} censored runs"] = f"{int(np.isnan(learning_times(a)).sum())}/{len(a)}"
         b, gs = fits.get("brlsvi"), fits.get("grlsvi")
         if b is not None and gs is not None:
             row["slope CIs overlap"] = ("n/a" if not (np.isfinite(b.slope) and np.isfinite(gs.slope))

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.figures import register
-from rvfx.figures.common import band, plt, save, scaling_panel, slope_row, write_table
+from rvfx.figures.common import band, learning_times, plt, save, size_scaling_figure, write_table
 from rvfx.results import load_spec_value, load_table
 from rvfx.stats import censored_median, mean_sem
 
@@ -40,7 +40,7 @@ def fig_regret(results, out):
             m = mean_sem(sub.assign(k=0), ["k"], "final_cum_regret").iloc[0]
             row[f"{name}: regret"] = f"{m['mean']:.1f} ± {m['sem']:.1f} (n={int(m['count'])})"
         row["episodes"] = int(g["episodes_run"].max())
-        lt = censored_median(pd.to_numeric(g.loc[g["env.treasure"], "learning_time"]).to_numpy(float))
+        lt = censored_median(learning_times(g[g["env.treasure"]]))
         row["treasure learning time (median)"] = "censored" if np.isnan(lt) else f"{lt:.0f}"
         rows.append(row)
     return save(fig, out, "deepsea_tabular") + write_table(pd.DataFrame(rows), out, "deepsea_tabular_summary")
@@ -50,13 +50,5 @@ def fig_regret(results, out):
           "Fig. 5: learning time vs N (log-log) with fitted slopes; censored runs as open triangles")
 def fig_scaling(results, out):
     runs = load_table(results, "deepsea_tabular_scaling", "runs")
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    fits = scaling_panel(ax, runs, "env.size", "agent")
-    ax.set_xlabel("deep sea size N")
-    ax.set_title("Tabular learning time vs N (theory: RLSVI ~N^5, UCRL2 ~N^7)")
-    rows = []
-    for agent, fit in fits.items():
-        g = runs[runs["agent"] == agent]
-        rows.append({"agent": agent, **slope_row(fit, g)})
-    return save(fig, out, "deepsea_tabular_scaling") + write_table(pd.DataFrame(rows), out,
-                                                                   "deepsea_tabular_scaling_slopes")
+    return size_scaling_figure(runs, "Tabular learning time vs N (theory: RLSVI ~N^5, UCRL2 ~N^7)", out,
+                               "deepsea_tabular_scaling")

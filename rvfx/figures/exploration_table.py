@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.figures import register
-from rvfx.figures.common import plt, save, write_table
+from rvfx.figures.common import learning_times, plt, run_dots, save, write_table
 from rvfx.results import load_table
 from rvfx.stats import censored_median
 
@@ -74,7 +74,7 @@ def summarize(runs: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     """Per (agent, N): runs, censored runs, cap, censored median; and the growth fit per agent."""
     rows = []
     for (agent, n), g in runs.groupby(["agent", "env.size"], sort=False):
-        lt = pd.to_numeric(g["learning_time"], errors="coerce").to_numpy(float)
+        lt = learning_times(g)
         rows.append({"agent": agent, "N": int(n), "runs": len(g), "censored": int(np.isnan(lt).sum()),
                      "cap": int(g["episodes_run"].max()), "median": censored_median(lt),
                      "mean_uncensored": float(np.nanmean(lt)) if (~np.isnan(lt)).any() else math.nan})
@@ -125,14 +125,9 @@ def draw(results, out):
     for i, (agent, g) in enumerate(runs.groupby("agent", sort=False)):
         color = f"C{i % 10}"
         label = METHODS.get(agent, (agent, ""))[0]
-        lt = pd.to_numeric(g["learning_time"], errors="coerce").to_numpy(float)
+        lt = learning_times(g)
         n = g["env.size"].to_numpy(float)
-        jitter = 1 + 0.04 * (np.random.default_rng(i).random(len(n)) - 0.5)
-        cens = np.isnan(lt)
-        ax.scatter(n[~cens] * jitter[~cens], lt[~cens], s=8, alpha=0.35, color=color)
-        if cens.any():
-            ax.scatter(n[cens] * jitter[cens], g["episodes_run"].to_numpy(float)[cens], marker="^", s=28,
-                       facecolors="none", edgecolors=color)
+        run_dots(ax, n, lt, g["episodes_run"].to_numpy(float), color, i, triangle=28)
         s = per_size[per_size["agent"] == agent]
         fin = np.isfinite(s["median"])
         claim = METHODS.get(agent, (agent, "?"))[1]
