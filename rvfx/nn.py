@@ -396,19 +396,9 @@ class Adam:
                     lo, hi = int(rows[a]), int(rows[b - 1]) + 1
                     self._update(p[lo:hi], gv[a:b], m[lo:hi], v[lo:hi], step, eps_scaled)
                 continue
-            mr, vr = m[rows], v[rows]                     # gathered copies
-            mr *= b1
-            mr += gv
-            gv *= gv
-            vr *= b2
-            vr += gv
-            m[rows] = mr
-            v[rows] = vr
-            np.sqrt(vr, out=vr)                           # the same arithmetic as `_update`
-            vr += eps_scaled
-            mr /= vr
-            mr *= step
-            p[rows] -= mr
+            pr, mr, vr = p[rows], m[rows], v[rows]        # scattered rows: update gathered copies
+            self._update(pr, gv, mr, vr, step, eps_scaled)
+            p[rows], m[rows], v[rows] = pr, mr, vr
 
 
 def make_optimizer(name: str, params: list[np.ndarray], learning_rate: float):
