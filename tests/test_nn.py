@@ -19,6 +19,14 @@ def numeric_grad(loss, p: np.ndarray, eps: float) -> np.ndarray:
         numeric[i] = (up - down) / (2 * eps)
     return numeric
 
+
+def assert_members_equal(params, members):
+    """Member k of the batched ensemble `params` has the parameters of the one-member ensemble members[k]."""
+    for k, member in enumerate(members):
+        for p, pk in zip(EnsembleMLP.member(params, k), member):
+            np.testing.assert_allclose(p, pk, rtol=1e-5, atol=1e-6)
+
+
 def dense_grad(g, shape):
     if isinstance(g, SparseRows):
         out = np.zeros(shape, g.values.dtype)
@@ -103,9 +111,7 @@ def test_batched_members_equal_per_member_loop(index_input):
                                            dense_grad(gk, members[k][i].shape), rtol=1e-5, atol=1e-6)
             opts[k].step(members[k], grads_k)
         opt.step(params, grads)
-    for k in range(K):
-        for p, pk in zip(EnsembleMLP.member(params, k), members[k]):
-            np.testing.assert_allclose(p, pk, rtol=1e-5, atol=1e-6)
+    assert_members_equal(params, members)
 
 
 def test_float32_throughout():
@@ -323,9 +329,7 @@ def test_block_input_batched_members_equal_per_member_loop(hidden):
             np.testing.assert_allclose(out[k], net.forward(members[k], x, tapes[k])[0], rtol=1e-5, atol=1e-6)
             opts[k].step(members[k], net.backward(members[k], tapes[k], dout[k:k + 1]))
         opt.step(params, grads)
-    for k in range(K):
-        for p, pk in zip(EnsembleMLP.member(params, k), members[k]):
-            np.testing.assert_allclose(p, pk, rtol=1e-5, atol=1e-6)
+    assert_members_equal(params, members)
 
 
 def test_keyed_block_inputs_cache_prior_and_target_exactly():
