@@ -20,7 +20,6 @@ from pathlib import Path
 import pandas as pd
 
 
-
 def identity_columns(run) -> dict:
     return {"experiment": run.experiment, "run_id": run.run_id, "agent": run.agent,
             "algorithm": run.algorithm, "env": run.env, "seed": run.seed, **run.swept}

@@ -6,10 +6,7 @@ from click.testing import CliRunner
 
 from rvfx import runner as runner_mod
 from rvfx.cli import main
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+from cli_helpers import invoke
 
 
 def read_tables(out: Path):

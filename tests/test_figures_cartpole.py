@@ -1,30 +1,18 @@
 """Figs. 16-17 and the cartpole rendering: the specs run through the CLI and every figure renders."""
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 from rvfx import trajectory
-from rvfx.cli import main
 from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.figures import FIGURES
 from rvfx.figures import cartpole as figs
+from cli_helpers import CONFIGS, assert_png, invoke
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 # A tiny budget: 2 seeds x 2 episodes of 1.0 s (101 steps; SGD starts at step 128, so it runs).
 TINY = ("--set", "seeds=2", "--set", "episodes=2", "--set", "env.max_time=1.0")
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-
-
-def assert_png(path: Path):
-    data = Path(path).read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
 
 @pytest.fixture(scope="module")

@@ -1,24 +1,12 @@
 """Figs. 14-15 (learn_ensemble_rlsvi on deep sea): the specs run through the CLI and the figures render."""
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from rvfx.cli import main
 from rvfx.figures.deepsea_ensemble import median_ci, plateau_k
+from cli_helpers import CONFIGS, assert_png, invoke
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-
-
-def assert_png(path: Path):
-    assert path.suffix == ".png" and path.stat().st_size > 10_000
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("name", ["deepsea_ensemble", "deepsea_ensemble_scaling"])

@@ -4,12 +4,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from rvfx.cli import main
 from rvfx.figures import FIGURES
+from cli_helpers import CONFIGS, invoke
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
 # spec -> (figures it feeds, --set overrides that shrink it further than its ci scale)
 SPECS = {
@@ -23,10 +21,6 @@ SPECS = {
     "deepsea_bootstrap_scaling": (["deepsea_bootstrap_scaling"], ["seeds=1", "episodes=150"]),
 }
 FIGURE_IDS = [f for figs, _ in SPECS.values() for f in figs]
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
 @pytest.mark.parametrize("scale", ["ci", "paper"])

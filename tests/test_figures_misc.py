@@ -1,6 +1,5 @@
 """Figures 1-3, 18, Table 1 and Theorem 1: the computations behind them and that they render."""
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,13 +12,8 @@ from rvfx.envs.random_mdp import RandomMDPParams
 from rvfx.figures import FIGURES, beta_vs_normal, exploration_table, illustrations, regret_bound
 from rvfx.figures.common import plt
 from rvfx.spec import load_spec
+from cli_helpers import CONFIGS, assert_png
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-
-
-def assert_png(path: Path):
-    assert path.suffix == ".png" and path.stat().st_size > 10_000
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 # ------------------------------------------------------------------------------ Fig. 18
