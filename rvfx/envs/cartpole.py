@@ -66,6 +66,11 @@ def upright(cos_theta, theta_dot, x, x_dot, p: CartpoleSwingUpParams):
     return (cos_theta > p.upright_cos) & (abs(theta_dot) <= b) & (abs(x) <= b) & (abs(x_dot) <= b)
 
 
+def wrap_angle(theta, p: CartpoleSwingUpParams):
+    """θ mod 2π, in [0, 2π), if `p.wrap_theta` (bsuite's convention), else θ unchanged; floats or arrays."""
+    return theta % TWO_PI if p.wrap_theta else theta
+
+
 def last_time_index(p: CartpoleSwingUpParams) -> int:
     """Largest k with k Δt <= max_time, from integers so float round-off cannot add or drop a step."""
     ratio = p.max_time / p.dt
@@ -122,7 +127,7 @@ class CartpoleSwingUp:
         self.expected_return = 0.0
         self.upright_steps = 0
         theta = p.start_angle + w[0]
-        self.set_state(theta % TWO_PI if p.wrap_theta else theta, w[1], w[2], w[3])
+        self.set_state(wrap_angle(theta, p), w[1], w[2], w[3])
         return Transition(None, None, 0.0, self._obs, 0)
 
     def step(self, action: int) -> Transition:
@@ -139,8 +144,7 @@ class CartpoleSwingUp:
             x = -rail
             if x_dot < 0.0:
                 x_dot = 0.0
-        if p.wrap_theta:
-            theta %= TWO_PI
+        theta = wrap_angle(theta, p)
         reward = -self._costs[action]
         if upright(math.cos(theta), theta_dot, x, x_dot, p):
             reward += 1.0
@@ -194,8 +198,7 @@ class CartpoleSwingUpBatch:
         p = self.params
         w = np.array([r.uniform(-p.init_noise, p.init_noise, size=4) for r in self.rngs]).T
         self.state = w + np.array([[p.start_angle], [0.0], [0.0], [0.0]])
-        if p.wrap_theta:
-            np.remainder(self.state[0], TWO_PI, out=self.state[0])
+        self.state[0] = wrap_angle(self.state[0], p)
         self._k = 0
         self.expected_return = np.zeros(self.batch)
         return self.observation()
@@ -211,8 +214,7 @@ class CartpoleSwingUpBatch:
         np.minimum(x_dot, 0.0, out=x_dot, where=hi)  # same rail rule as the scalar step
         np.maximum(x_dot, 0.0, out=x_dot, where=lo)
         x = np.minimum(np.maximum(x, -rail), rail)
-        if p.wrap_theta:
-            theta = theta % TWO_PI
+        theta = wrap_angle(theta, p)
         reward = upright(np.cos(theta), theta_dot, x, x_dot, p) - self._costs[actions]
         self.expected_return += reward
         state = self.state = np.empty((4, self.batch))
