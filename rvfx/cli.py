@@ -86,6 +86,9 @@ def collect(spec, scale, sets, out):
     exp = _load(spec, scale, sets)
     for name, path in results.collect(out, exp.runs, resolved_yaml(exp)).items():
         click.echo(f"{name}: {path}")
+    lacking = results.missing_runs(out, exp.name)
+    if lacking:
+        click.echo(f"warning: the tables lack {lacking}", err=True)
 
 
 @main.command()
@@ -96,6 +99,7 @@ def plot(figures, results_dir, out):
     """Draw FIGURES (default: every figure whose results exist) from CSV alone."""
     from rvfx.figures import FIGURES
     from rvfx.params import did_you_mean
+    from rvfx.results import missing_runs
     for f in figures:
         if f not in FIGURES:
             click.echo(f"error: unknown figure {f!r}{did_you_mean(f, FIGURES)}", err=True)
@@ -110,6 +114,10 @@ def plot(figures, results_dir, out):
             click.echo(f"skipped {fig_id}: {err}", err=True)
             continue
         click.echo(f"{fig_id}: " + ", ".join(str(p) for p in paths))
+        for exp_name in fig.experiments:
+            lacking = missing_runs(results_dir, exp_name)
+            if lacking:
+                click.echo(f"warning: {fig_id} drawn without {lacking}", err=True)
     if missing and figures:
         sys.exit(1)
 

@@ -111,6 +111,18 @@ def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
     return written
 
 
+def missing_runs(results: str | Path, experiment: str) -> str | None:
+    """What the experiment's tables lack ("2 failed, 50 missing of 60 runs"), or None when complete."""
+    path = experiment_dir(results, experiment) / "failures.csv"
+    runs = experiment_dir(results, experiment) / "runs.csv"
+    if not path.exists():
+        return None
+    status = pd.read_csv(path)["status"].value_counts()
+    done = len(pd.read_csv(runs)) if runs.exists() else 0
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(status.items()))
+    return f"{counts} of {done + int(status.sum())} runs (listed in {path})"
+
+
 def load_table(results: str | Path, experiment: str, name: str) -> pd.DataFrame:
     path = experiment_dir(results, experiment) / f"{name}.csv"
     if not path.exists():

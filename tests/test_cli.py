@@ -1,7 +1,9 @@
 """CLI behaviour: determinism across job counts, resume, failures, dry runs, plotting."""
 import os
+import shutil
 from pathlib import Path
 
+import pandas as pd
 from click.testing import CliRunner
 
 from rvfx import runner as runner_mod
@@ -96,6 +98,28 @@ def test_plot_draws_from_csv_alone(tiny_spec, tmp_path):
     assert result.exit_code == 0
     png = tmp_path / "figs" / "deepsea_tabular.png"
     assert png.stat().st_size > 10_000
+
+
+def test_collect_and_plot_warn_of_runs_missing_from_the_tables(tiny_spec, tmp_path, monkeypatch):
+    real = runner_mod.execute
+
+    def flaky(run):
+        if run.agent == "psrl" and run.seed == 1:
+            raise RuntimeError("boom")
+        return real(run)
+
+    monkeypatch.setattr(runner_mod, "execute", flaky)
+    out = tmp_path / "w"
+    assert CliRunner().invoke(main, ["run", str(tiny_spec), "--out", str(out)]).exit_code == 1
+    runs = pd.read_csv(out / "tiny" / "runs.csv")
+    lost = runs.run_id[(runs.agent == "rlsvi") & (runs.seed == 1)].iloc[0]
+    shutil.rmtree(out / "tiny" / "shards" / lost)          # a finished run lost as well
+    result = CliRunner().invoke(main, ["collect", str(tiny_spec), "--out", str(out)])
+    assert "warning: the tables lack 2 failed, 1 missing of 8 runs" in result.output
+    os.rename(out / "tiny", out / "deepsea_tabular")
+    result = CliRunner().invoke(main, ["plot", "deepsea_tabular", "--results", str(out), "--out", str(tmp_path)])
+    assert result.exit_code == 0
+    assert "warning: deepsea_tabular drawn without 2 failed, 1 missing of 8 runs" in result.output
 
 
 def test_plot_of_missing_results_says_what_to_run(tmp_path):
