@@ -62,7 +62,8 @@ def test_balance_control_starts_upright(results):
 
 
 def test_learnt_means_a_final_return_of_100_not_one_pass_through_the_box(tmp_path):
-    """Scattered visits to the reward box count as 'reached', not as 'learnt'."""
+    """Scattered visits to the reward box count as 'reached', not as 'learnt'; the final greedy
+    episode counts as swinging up only above the box's cos θ bound, as rewarded only with reward."""
     rows = []
     for seed, (visits, final) in enumerate([(5, -6.0), (0, -6.0), (300, 300.0)]):
         for ep in range(1, 21):
@@ -73,10 +74,16 @@ def test_learnt_means_a_final_return_of_100_not_one_pass_through_the_box(tmp_pat
     eps = pd.DataFrame(rows)
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "spec.yaml").write_text("agents:\n  rlsvi: {algorithm: ensemble_rlsvi}\n")
+    theta = {"r0": [math.pi, 0.3, -0.3], "r1": [math.pi, 0.32, math.pi], "r2": [math.pi, 0.1, 0.0]}
+    reward = {"r0": [0, 0, 0], "r1": [0, 0, 0], "r2": [0, 0, 1]}          # cos 0.3 = 0.955, cos 0.32 = 0.949
+    pd.DataFrame([{"run_id": r, "step": i, "theta": th, "reward": reward[r][i]}
+                  for r in theta for i, th in enumerate(theta[r])]).to_csv(tmp_path / "x" / "trajectory.csv")
     row = figs.summary_rows(tmp_path, "x", eps)[0]
     assert row["reached upright (upright steps > 0), ever"] == "2/3 = 0.67"
     learnt = [v for k, v in row.items() if k.startswith("learnt")][0]
     assert learnt == "1/3 = 0.33"
+    assert row["final greedy episode swings the pole up (cos θ > 0.95)"] == "2/3 = 0.67"
+    assert row["final greedy episode collects upright reward"] == "1/3 = 0.33"
 
 
 def test_runner_keeps_each_runs_final_greedy_episode_and_the_render_draws_it(results, tmp_path):

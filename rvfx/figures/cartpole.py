@@ -6,13 +6,15 @@ Reaching it is not learning it: a pilot's exploring agent passed through the rew
 scattered episodes (under 10 rewarded steps an episode on average) without ever learning a
 swing-up, while an agent that balances collects hundreds. A run "learnt" the swing-up if its
 mean return over the last 10% of episodes is at least LEARNT_RETURN = 100 (one second upright
-per episode), an order of magnitude from both.
+per episode), an order of magnitude from both. What the final policy does is read from one
+greedy episode per run (trajectory.csv): whether it swings the pole up, and whether it is rewarded.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from rvfx.envs.cartpole import CartpoleSwingUpParams
 from rvfx.figures import register
 from rvfx.figures.common import band, plt, save, write_table
 from rvfx.results import load_spec_value, load_table
@@ -64,10 +66,31 @@ def _per_run(g: pd.DataFrame, window: int) -> pd.DataFrame:
     return g
 
 
+def upright_cos(results, experiment: str) -> float:
+    """The reward box's bound on cos θ in this experiment (Sec. 7.2.2: 0.95)."""
+    value = load_spec_value(results, experiment, ("env", "upright_cos"))
+    return float(CartpoleSwingUpParams.upright_cos if value is None else value)
+
+
+def final_rollouts(results, experiment: str) -> pd.DataFrame:
+    """Per run, what its final greedy policy does in one episode (trajectory.csv): did it swing the
+    pole up (cos θ above the reward box's bound at some step) and did it collect the upright reward."""
+    traj = load_table(results, experiment, "trajectory")
+    up = np.cos(traj["theta"]) > upright_cos(results, experiment)
+    by = traj.assign(_up=up, _rewarded=traj["reward"] > 0.5).groupby("run_id")
+    return pd.DataFrame({"swung_up": by["_up"].any(), "rewarded": by["_rewarded"].any()})
+
+
+def _fraction(flags: pd.Series) -> str:
+    return f"{int(flags.sum())}/{len(flags)} = {flags.mean():.2f}"
+
+
 def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
-    """Per agent/setting: seeds, the fraction that ever reach the upright reward, and final returns."""
+    """Per agent/setting: seeds, the fraction that ever reach the upright reward, final returns,
+    and what the final greedy policies do."""
     rows = []
     crit = "upright steps > 0"
+    final = final_rollouts(results, experiment)
     for label, g in _groups(results, experiment, eps):
         g = g.assign(_reached=reached(g))
         last_ep = int(g["episode"].max())
@@ -81,17 +104,21 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
         m = mean_sem(tail_mean.to_frame().assign(k=0), ["k"], "return").iloc[0] if len(tail_mean) else None
         n = len(ever)
         learnt = tail_mean >= LEARNT_RETURN
+        greedy = final.reindex(ever.index, fill_value=False)
         rows.append({
             "agent": label,
             "seeds": n,
             "episodes": last_ep,
-            f"reached upright ({crit}), ever": f"{int(ever.sum())}/{n} = {ever.mean():.2f}",
+            f"reached upright ({crit}), ever": _fraction(ever),
             "first episode reaching (median)": f"{first.median():.0f}" if len(first) else "never",
-            f"reached in episodes {tail_from}-{last_ep}": f"{int(tail_reached.sum())}/{n} = {tail_reached.mean():.2f}",
+            f"reached in episodes {tail_from}-{last_ep}": _fraction(tail_reached),
             f"return, episodes {tail_from}-{last_ep} (mean ± s.e.m.)":
                 f"{m['mean']:.2f} ± {m['sem']:.2f}" if m is not None else "",
             f"learnt (mean return >= {LEARNT_RETURN:g} over episodes {tail_from}-{last_ep})":
-                f"{int(learnt.sum())}/{n} = {learnt.mean():.2f}",
+                _fraction(learnt),
+            f"final greedy episode swings the pole up (cos θ > {upright_cos(results, experiment):g})":
+                _fraction(greedy["swung_up"]),
+            "final greedy episode collects upright reward": _fraction(greedy["rewarded"]),
         })
     return rows
 
