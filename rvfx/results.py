@@ -113,8 +113,8 @@ def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
 
 def missing_runs(results: str | Path, experiment: str) -> str | None:
     """What the experiment's tables lack ("2 failed, 50 missing of 60 runs"), or None when complete."""
-    path = experiment_dir(results, experiment) / "failures.csv"
-    runs = experiment_dir(results, experiment) / "runs.csv"
+    exp_dir = experiment_dir(results, experiment)
+    path, runs = exp_dir / "failures.csv", exp_dir / "runs.csv"
     if not path.exists():
         return None
     status = pd.read_csv(path)["status"].value_counts()

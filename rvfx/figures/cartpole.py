@@ -72,12 +72,17 @@ def upright_cos(results, experiment: str) -> float:
     return float(CartpoleSwingUpParams.upright_cos if value is None else value)
 
 
-def final_rollouts(results, experiment: str) -> pd.DataFrame:
+def rewarded(reward):
+    """Which steps collected the +1 upright reward (minus at most 0.01 action cost)."""
+    return reward > 0.5
+
+
+def final_rollouts(results, experiment: str, cos_bound: float) -> pd.DataFrame:
     """Per run, what its final greedy policy does in one episode (trajectory.csv): did it swing the
-    pole up (cos θ above the reward box's bound at some step) and did it collect the upright reward."""
+    pole up (cos θ > cos_bound at some step) and did it collect the upright reward."""
     traj = load_table(results, experiment, "trajectory")
-    up = np.cos(traj["theta"]) > upright_cos(results, experiment)
-    by = traj.assign(_up=up, _rewarded=traj["reward"] > 0.5).groupby("run_id")
+    up = np.cos(traj["theta"]) > cos_bound
+    by = traj.assign(_up=up, _rewarded=rewarded(traj["reward"])).groupby("run_id")
     return pd.DataFrame({"swung_up": by["_up"].any(), "rewarded": by["_rewarded"].any()})
 
 
@@ -90,7 +95,8 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
     and what the final greedy policies do."""
     rows = []
     crit = "upright steps > 0"
-    final = final_rollouts(results, experiment)
+    cos_bound = upright_cos(results, experiment)
+    final = final_rollouts(results, experiment, cos_bound)
     for label, g in _groups(results, experiment, eps):
         g = g.assign(_reached=reached(g))
         last_ep = int(g["episode"].max())
@@ -116,7 +122,7 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
                 f"{m['mean']:.2f} ± {m['sem']:.2f}" if m is not None else "",
             f"learnt (mean return >= {LEARNT_RETURN:g} over episodes {tail_from}-{last_ep})":
                 _fraction(learnt),
-            f"final greedy episode swings the pole up (cos θ > {upright_cos(results, experiment):g})":
+            f"final greedy episode swings the pole up (cos θ > {cos_bound:g})":
                 _fraction(greedy["swung_up"]),
             "final greedy episode collects upright reward": _fraction(greedy["rewarded"]),
         })
@@ -209,10 +215,9 @@ def _frames(ax_row, traj: pd.DataFrame, idx, length: float, rail: float):
     from rvfx.cartpole_draw import draw_cartpole
     for ax, i in zip(ax_row, idx):
         r = traj.iloc[i]
-        rewarded = r["reward"] > 0.5          # +1 upright reward minus at most 0.01 action cost
-        draw_cartpole(ax, r["theta"], r["x"], length=length, rail=rail,
-                      color="tab:green" if rewarded else "tab:blue")
-        ax.set_title(f"t={r['t']:.2f}" + (" +1" if rewarded else ""), fontsize=7)
+        up = rewarded(r["reward"])
+        draw_cartpole(ax, r["theta"], r["x"], length=length, rail=rail, color="tab:green" if up else "tab:blue")
+        ax.set_title(f"t={r['t']:.2f}" + (" +1" if up else ""), fontsize=7)
 
 
 @register("cartpole_render", [RENDER_EXPERIMENT],
@@ -226,7 +231,8 @@ def fig_render(results, out):
     run_eps = eps[eps["run_id"] == run_id]
     traj = traj.reset_index(drop=True)
     n_frames = 10
-    hit = np.flatnonzero(traj["reward"].to_numpy() > 0.5)
+    rewarded_mask = rewarded(traj["reward"].to_numpy())
+    hit = np.flatnonzero(rewarded_mask)
     whole = np.linspace(0, len(traj) - 1, n_frames).round().astype(int)
     if hit.size:        # zoom on the swing-up: 2 s before the first rewarded step to 0.5 s after
         t_hit = traj["t"].iloc[hit[0]]
@@ -246,11 +252,10 @@ def fig_render(results, out):
     row2[0].set_ylabel(zoom_title.replace(": ", ":\n", 1), fontsize=7)
     ax = fig.add_subplot(grid[2, :])
     t = traj["t"].to_numpy()
-    rewarded = traj["reward"].to_numpy() > 0.5
-    ax.fill_between(t, -1.1, 1.1, where=rewarded, step="post", color="tab:green", alpha=0.25,
+    ax.fill_between(t, -1.1, 1.1, where=rewarded_mask, step="post", color="tab:green", alpha=0.25,
                     label="rewarded (+1) steps")
     ax.plot(t, np.cos(traj["theta"]), color="C0", label="cos θ (1 = upright)")
-    ax.axhline(0.95, color="C0", lw=0.6, ls=":")
+    ax.axhline(upright_cos(results, RENDER_EXPERIMENT), color="C0", lw=0.6, ls=":")
     ax.set_ylim(-1.1, 1.1)
     ax.set_ylabel("cos θ", color="C0")
     ax.set_xlabel("time t (s)")
@@ -269,5 +274,5 @@ def fig_render(results, out):
     ret = float(traj["reward"].sum())
     fig.suptitle(f"Cartpole swing-up: {agent}, seed {seed}, greedy rollout of the policy after {episodes} "
                  f"episodes (one sampled member, as in Algorithm 8): return {ret:.2f}, "
-                 f"{int(rewarded.sum())} rewarded steps", fontsize=10)
+                 f"{int(rewarded_mask.sum())} rewarded steps", fontsize=10)
     return save(fig, out, "cartpole_render")
