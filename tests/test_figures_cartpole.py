@@ -139,7 +139,7 @@ def test_upright_steps_count_exactly_the_rewarded_steps():
     assert figs.reached(pd.DataFrame({"upright_steps": [rewarded, 0]})).tolist() == [True, False]
 
 
-def test_pick_run_takes_the_best_final_return_lowest_seed_on_ties():
+def test_pick_run_prefers_the_greedy_episode_nearest_a_swing_up_then_the_best_final_return():
     rows = []
     for seed, final in enumerate([1.0, 5.0, 5.0]):       # the last 10% (episodes 19-20) decide
         for ep in range(1, 21):
@@ -149,6 +149,11 @@ def test_pick_run_takes_the_best_final_return_lowest_seed_on_ties():
     eps = pd.DataFrame(rows)
     assert figs.pick_run(eps) == "r1"
     assert figs.pick_run(eps, among={"r0", "x"}) == "r0"
+    # The final greedy episodes decide first: rewarded steps, then pole-up steps.
+    rollouts = pd.DataFrame({"rewarded_steps": [0, 0, 0], "up_steps": [7, 3, 7]}, index=["r0", "r1", "r2"])
+    assert figs.pick_run(eps, rollouts=rollouts) == "r2"
+    rollouts.loc["r0", "rewarded_steps"] = 1
+    assert figs.pick_run(eps, rollouts=rollouts) == "r0"
 
 
 def test_figures_are_registered_for_their_experiments():

@@ -78,12 +78,12 @@ def rewarded(reward):
 
 
 def final_rollouts(results, experiment: str, cos_bound: float) -> pd.DataFrame:
-    """Per run, what its final greedy policy does in one episode (trajectory.csv): did it swing the
-    pole up (cos θ > cos_bound at some step) and did it collect the upright reward."""
+    """Per run, what its final greedy policy does in one episode (trajectory.csv): on how many steps
+    the pole is up (cos θ > cos_bound) and on how many it collects the upright reward."""
     traj = load_table(results, experiment, "trajectory")
     up = np.cos(traj["theta"]) > cos_bound
     by = traj.assign(_up=up, _rewarded=rewarded(traj["reward"])).groupby("run_id")
-    return pd.DataFrame({"swung_up": by["_up"].any(), "rewarded": by["_rewarded"].any()})
+    return pd.DataFrame({"up_steps": by["_up"].sum(), "rewarded_steps": by["_rewarded"].sum()})
 
 
 def _fraction(flags: pd.Series) -> str:
@@ -110,7 +110,7 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
         m = mean_sem(tail_mean.to_frame().assign(k=0), ["k"], "return").iloc[0] if len(tail_mean) else None
         n = len(ever)
         learnt = tail_mean >= LEARNT_RETURN
-        greedy = final.reindex(ever.index, fill_value=False)
+        greedy = final.reindex(ever.index, fill_value=0) > 0
         rows.append({
             "agent": label,
             "seeds": n,
@@ -123,8 +123,8 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
             f"learnt (mean return >= {LEARNT_RETURN:g} over episodes {tail_from}-{last_ep})":
                 _fraction(learnt),
             f"final greedy episode swings the pole up (cos θ > {cos_bound:g})":
-                _fraction(greedy["swung_up"]),
-            "final greedy episode collects upright reward": _fraction(greedy["rewarded"]),
+                _fraction(greedy["up_steps"]),
+            "final greedy episode collects upright reward": _fraction(greedy["rewarded_steps"]),
         })
     return rows
 
@@ -186,9 +186,11 @@ RENDER_EXPERIMENT = "cartpole_rlsvi"
 RENDER_AGENT = "rlsvi"
 
 
-def pick_run(eps: pd.DataFrame, agent: str = RENDER_AGENT, among=None) -> str:
-    """The run of `agent` (else the first agent) with the best mean return over its last 10%
-    of episodes (ties: lowest seed), optionally among the run ids `among`."""
+def pick_run(eps: pd.DataFrame, agent: str = RENDER_AGENT, among=None, rollouts=None) -> str:
+    """The run of `agent` (else the first agent) to render, optionally among the run ids `among`:
+    the one whose final greedy episode (`rollouts`, from final_rollouts) has the most rewarded
+    steps, then the most steps with the pole up; then the best mean return over its last 10% of
+    episodes; ties: lowest seed."""
     if among is not None:
         eps = eps[eps["run_id"].isin(list(among))]
     if agent in set(eps["agent"]):
@@ -198,16 +200,21 @@ def pick_run(eps: pd.DataFrame, agent: str = RENDER_AGENT, among=None) -> str:
     last = int(eps["episode"].max())
     tail = eps[eps["episode"] > last - max(1, int(round(LAST_FRACTION * last)))]
     score = tail.groupby(["run_id", "seed"])["return"].mean().reset_index()
-    score = score.sort_values(["return", "seed"], ascending=[False, True], kind="mergesort")
+    keys = ["return", "seed"]
+    if rollouts is not None:
+        score = score.join(rollouts[["rewarded_steps", "up_steps"]], on="run_id")
+        keys = ["rewarded_steps", "up_steps"] + keys
+    score = score.sort_values(keys, ascending=[k == "seed" for k in keys], kind="mergesort")
     return str(score.iloc[0]["run_id"])
 
 
 def load_trajectory(results, experiment: str = RENDER_EXPERIMENT) -> tuple[pd.DataFrame, str]:
-    """(rows of the best run's final greedy episode, run id) from <experiment>/trajectory.csv,
-    which the runner writes for every cartpole run."""
+    """(rows of the final greedy episode of the run pick_run chooses, run id) from
+    <experiment>/trajectory.csv, which the runner writes for every cartpole run."""
     eps = load_table(results, experiment, "episodes")
     traj = load_table(results, experiment, "trajectory")
-    run_id = pick_run(eps, among=set(traj["run_id"]))
+    rollouts = final_rollouts(results, experiment, upright_cos(results, experiment))
+    run_id = pick_run(eps, among=set(traj["run_id"]), rollouts=rollouts)
     return traj[traj["run_id"] == run_id].sort_values("step"), run_id
 
 
@@ -221,8 +228,9 @@ def _frames(ax_row, traj: pd.DataFrame, idx, length: float, rail: float):
 
 
 @register("cartpole_render", [RENDER_EXPERIMENT],
-          "Greedy rollout of a learned ensemble-RLSVI policy on cartpole swing-up (one seed, the best "
-          "final return): strips of frames, pole green while rewarded, and theta, x over time")
+          "Greedy rollout of a learned ensemble-RLSVI policy on cartpole swing-up (one seed: the final "
+          "greedy episode with the most rewarded, then pole-up, steps): strips of frames, pole green "
+          "while rewarded, and theta, x over time")
 def fig_render(results, out):
     traj, run_id = load_trajectory(results)
     length = float(load_spec_value(results, RENDER_EXPERIMENT, ("env", "length")) or 1.0)
@@ -231,16 +239,18 @@ def fig_render(results, out):
     run_eps = eps[eps["run_id"] == run_id]
     traj = traj.reset_index(drop=True)
     n_frames = 10
+    cos_bound = upright_cos(results, RENDER_EXPERIMENT)
     rewarded_mask = rewarded(traj["reward"].to_numpy())
-    hit = np.flatnonzero(rewarded_mask)
+    up_mask = np.cos(traj["theta"].to_numpy()) > cos_bound
+    hit = np.flatnonzero(rewarded_mask if rewarded_mask.any() else up_mask)
     whole = np.linspace(0, len(traj) - 1, n_frames).round().astype(int)
-    if hit.size:        # zoom on the swing-up: 2 s before the first rewarded step to 0.5 s after
+    if hit.size:        # zoom on the swing-up: 2 s before the first rewarded (else up) step to 0.5 s after
         t_hit = traj["t"].iloc[hit[0]]
         lo, hi = np.searchsorted(traj["t"], [t_hit - 2.0, t_hit + 0.5])
         zoom_title = f"zoom on the swing-up: t = {traj['t'].iloc[lo]:.1f} to {traj['t'].iloc[min(hi, len(traj)) - 1]:.1f}"
     else:
         lo, hi = 0, min(len(traj), 201)
-        zoom_title = "no rewarded step: the first 2 s"
+        zoom_title = "pole never up: the first 2 s"
     zoom = np.linspace(lo, max(lo, min(hi, len(traj)) - 1), n_frames).round().astype(int)
     fig = plt.figure(figsize=(2.0 * n_frames, 5.2))
     grid = fig.add_gridspec(3, n_frames, height_ratios=[0.9, 0.9, 2.2], hspace=0.5, wspace=0.08)
@@ -255,7 +265,7 @@ def fig_render(results, out):
     ax.fill_between(t, -1.1, 1.1, where=rewarded_mask, step="post", color="tab:green", alpha=0.25,
                     label="rewarded (+1) steps")
     ax.plot(t, np.cos(traj["theta"]), color="C0", label="cos θ (1 = upright)")
-    ax.axhline(upright_cos(results, RENDER_EXPERIMENT), color="C0", lw=0.6, ls=":")
+    ax.axhline(cos_bound, color="C0", lw=0.6, ls=":")
     ax.set_ylim(-1.1, 1.1)
     ax.set_ylabel("cos θ", color="C0")
     ax.set_xlabel("time t (s)")
@@ -272,7 +282,13 @@ def fig_render(results, out):
     agent = traj["agent"].iloc[0]
     episodes = int(run_eps["episode"].max()) if len(run_eps) else "?"
     ret = float(traj["reward"].sum())
+    up_note = f"pole up (cos θ > {cos_bound:g}) on {int(up_mask.sum())} steps"
+    if up_mask.any():   # why up steps go unrewarded: the box also needs |θ̇| <= steady_bound
+        steady = load_spec_value(results, RENDER_EXPERIMENT, ("env", "steady_bound"))
+        steady = CartpoleSwingUpParams.steady_bound if steady is None else float(steady)
+        up_note += (f", median |θ̇| there {np.median(np.abs(traj['theta_dot'][up_mask])):.1f} rad/s "
+                    f"(reward needs ≤ {steady:g})")
     fig.suptitle(f"Cartpole swing-up: {agent}, seed {seed}, greedy rollout of the policy after {episodes} "
                  f"episodes (one sampled member, as in Algorithm 8): return {ret:.2f}, "
-                 f"{int(rewarded_mask.sum())} rewarded steps", fontsize=10)
+                 f"{int(rewarded_mask.sum())} rewarded steps\n{up_note}", fontsize=10)
     return save(fig, out, "cartpole_render")
