@@ -76,7 +76,8 @@ def test_learnt_means_a_final_return_of_100_not_one_pass_through_the_box(tmp_pat
     (tmp_path / "x" / "spec.yaml").write_text("agents:\n  rlsvi: {algorithm: ensemble_rlsvi}\n")
     theta = {"r0": [math.pi, 0.3, -0.3], "r1": [math.pi, 0.32, math.pi], "r2": [math.pi, 0.1, 0.0]}
     reward = {"r0": [0, 0, 0], "r1": [0, 0, 0], "r2": [0, 0, 1]}          # cos 0.3 = 0.955, cos 0.32 = 0.949
-    pd.DataFrame([{"run_id": r, "step": i, "theta": th, "reward": reward[r][i]}
+    theta_dot = {"r0": [9, -6, 2], "r1": [0, 9, 9], "r2": [9, 0.5, -0.3]}  # while up: r0 6, 2; r2 0.5, 0.3
+    pd.DataFrame([{"run_id": r, "step": i, "theta": th, "theta_dot": theta_dot[r][i], "reward": reward[r][i]}
                   for r in theta for i, th in enumerate(theta[r])]).to_csv(tmp_path / "x" / "trajectory.csv")
     row = figs.summary_rows(tmp_path, "x", eps)[0]
     assert row["reached upright (upright steps > 0), ever"] == "2/3 = 0.67"
@@ -84,6 +85,7 @@ def test_learnt_means_a_final_return_of_100_not_one_pass_through_the_box(tmp_pat
     assert learnt == "1/3 = 0.33"
     assert row["final greedy episode swings the pole up (cos θ > 0.95)"] == "2/3 = 0.67"
     assert row["final greedy episode collects upright reward"] == "1/3 = 0.33"
+    assert row["median |θ̇| while up, over those that swing up (reward needs <= 1)"] == "2.2"  # median of 4, 0.4
 
 
 def test_runner_keeps_each_runs_final_greedy_episode_and_the_render_draws_it(results, tmp_path):

@@ -66,10 +66,11 @@ def _per_run(g: pd.DataFrame, window: int) -> pd.DataFrame:
     return g
 
 
-def upright_cos(results, experiment: str) -> float:
-    """The reward box's bound on cos θ in this experiment (Sec. 7.2.2: 0.95)."""
-    value = load_spec_value(results, experiment, ("env", "upright_cos"))
-    return float(CartpoleSwingUpParams.upright_cos if value is None else value)
+def env_param(results, experiment: str, name: str) -> float:
+    """A cartpole parameter as the experiment's spec set it, else its default: e.g. the reward
+    box's bounds upright_cos (cos θ > 0.95) and steady_bound (|θ̇|, |x|, |ẋ| <= 1), Sec. 7.2.2."""
+    value = load_spec_value(results, experiment, ("env", name))
+    return float(getattr(CartpoleSwingUpParams, name) if value is None else value)
 
 
 def rewarded(reward):
@@ -79,11 +80,14 @@ def rewarded(reward):
 
 def final_rollouts(results, experiment: str, cos_bound: float) -> pd.DataFrame:
     """Per run, what its final greedy policy does in one episode (trajectory.csv): on how many steps
-    the pole is up (cos θ > cos_bound) and on how many it collects the upright reward."""
+    the pole is up (cos θ > cos_bound), on how many it collects the upright reward, and the median
+    |θ̇| while up (NaN if never), which tells a pole held up from one spinning through the top."""
     traj = load_table(results, experiment, "trajectory")
     up = np.cos(traj["theta"]) > cos_bound
     by = traj.assign(_up=up, _rewarded=rewarded(traj["reward"])).groupby("run_id")
-    return pd.DataFrame({"up_steps": by["_up"].sum(), "rewarded_steps": by["_rewarded"].sum()})
+    speed = traj["theta_dot"].abs()[up].groupby(traj["run_id"][up]).median()
+    return pd.DataFrame({"up_steps": by["_up"].sum(), "rewarded_steps": by["_rewarded"].sum(),
+                         "up_speed": speed.reindex(by["_up"].sum().index)})
 
 
 def _fraction(flags: pd.Series) -> str:
@@ -95,7 +99,8 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
     and what the final greedy policies do."""
     rows = []
     crit = "upright steps > 0"
-    cos_bound = upright_cos(results, experiment)
+    cos_bound = env_param(results, experiment, "upright_cos")
+    steady = env_param(results, experiment, "steady_bound")
     final = final_rollouts(results, experiment, cos_bound)
     for label, g in _groups(results, experiment, eps):
         g = g.assign(_reached=reached(g))
@@ -110,7 +115,8 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
         m = mean_sem(tail_mean.to_frame().assign(k=0), ["k"], "return").iloc[0] if len(tail_mean) else None
         n = len(ever)
         learnt = tail_mean >= LEARNT_RETURN
-        greedy = final.reindex(ever.index, fill_value=0) > 0
+        greedy = final.reindex(ever.index, fill_value=0)
+        speed = greedy["up_speed"].dropna()
         rows.append({
             "agent": label,
             "seeds": n,
@@ -123,8 +129,10 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
             f"learnt (mean return >= {LEARNT_RETURN:g} over episodes {tail_from}-{last_ep})":
                 _fraction(learnt),
             f"final greedy episode swings the pole up (cos θ > {cos_bound:g})":
-                _fraction(greedy["up_steps"]),
-            "final greedy episode collects upright reward": _fraction(greedy["rewarded_steps"]),
+                _fraction(greedy["up_steps"] > 0),
+            "final greedy episode collects upright reward": _fraction(greedy["rewarded_steps"] > 0),
+            f"median |θ̇| while up, over those that swing up (reward needs <= {steady:g})":
+                f"{speed.median():.1f}" if len(speed) else "",
         })
     return rows
 
@@ -213,7 +221,7 @@ def load_trajectory(results, experiment: str = RENDER_EXPERIMENT) -> tuple[pd.Da
     <experiment>/trajectory.csv, which the runner writes for every cartpole run."""
     eps = load_table(results, experiment, "episodes")
     traj = load_table(results, experiment, "trajectory")
-    rollouts = final_rollouts(results, experiment, upright_cos(results, experiment))
+    rollouts = final_rollouts(results, experiment, env_param(results, experiment, "upright_cos"))
     run_id = pick_run(eps, among=set(traj["run_id"]), rollouts=rollouts)
     return traj[traj["run_id"] == run_id].sort_values("step"), run_id
 
@@ -233,13 +241,12 @@ def _frames(ax_row, traj: pd.DataFrame, idx, length: float, rail: float):
           "while rewarded, and theta, x over time")
 def fig_render(results, out):
     traj, run_id = load_trajectory(results)
-    length = float(load_spec_value(results, RENDER_EXPERIMENT, ("env", "length")) or 1.0)
-    rail = float(load_spec_value(results, RENDER_EXPERIMENT, ("env", "rail")) or 5.0)
+    length, rail = (env_param(results, RENDER_EXPERIMENT, k) for k in ("length", "rail"))
     eps = load_table(results, RENDER_EXPERIMENT, "episodes")
     run_eps = eps[eps["run_id"] == run_id]
     traj = traj.reset_index(drop=True)
     n_frames = 10
-    cos_bound = upright_cos(results, RENDER_EXPERIMENT)
+    cos_bound = env_param(results, RENDER_EXPERIMENT, "upright_cos")
     rewarded_mask = rewarded(traj["reward"].to_numpy())
     up_mask = np.cos(traj["theta"].to_numpy()) > cos_bound
     hit = np.flatnonzero(rewarded_mask if rewarded_mask.any() else up_mask)
@@ -284,8 +291,7 @@ def fig_render(results, out):
     ret = float(traj["reward"].sum())
     up_note = f"pole up (cos θ > {cos_bound:g}) on {int(up_mask.sum())} steps"
     if up_mask.any():   # why up steps go unrewarded: the box also needs |θ̇| <= steady_bound
-        steady = load_spec_value(results, RENDER_EXPERIMENT, ("env", "steady_bound"))
-        steady = CartpoleSwingUpParams.steady_bound if steady is None else float(steady)
+        steady = env_param(results, RENDER_EXPERIMENT, "steady_bound")
         up_note += (f", median |θ̇| there {np.median(np.abs(traj['theta_dot'][up_mask])):.1f} rad/s "
                     f"(reward needs ≤ {steady:g})")
     fig.suptitle(f"Cartpole swing-up: {agent}, seed {seed}, greedy rollout of the policy after {episodes} "
