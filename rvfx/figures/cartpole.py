@@ -86,8 +86,7 @@ def final_rollouts(results, experiment: str, cos_bound: float) -> pd.DataFrame:
     up = np.cos(traj["theta"]) > cos_bound
     by = traj.assign(_up=up, _rewarded=rewarded(traj["reward"])).groupby("run_id")
     speed = traj["theta_dot"].abs()[up].groupby(traj["run_id"][up]).median()
-    return pd.DataFrame({"up_steps": by["_up"].sum(), "rewarded_steps": by["_rewarded"].sum(),
-                         "up_speed": speed.reindex(by["_up"].sum().index)})
+    return pd.DataFrame({"up_steps": by["_up"].sum(), "rewarded_steps": by["_rewarded"].sum(), "up_speed": speed})
 
 
 def _fraction(flags: pd.Series) -> str:
