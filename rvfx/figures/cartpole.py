@@ -78,12 +78,16 @@ def rewarded(reward):
     return reward > 0.5
 
 
-def final_rollouts(results, experiment: str, cos_bound: float) -> pd.DataFrame:
-    """Per run, what its final greedy policy does in one episode (trajectory.csv): on how many steps
-    the pole is up (cos θ > cos_bound), on how many it collects the upright reward, and the median
-    |θ̇| while up (NaN if never), which tells a pole held up from one spinning through the top."""
-    traj = load_table(results, experiment, "trajectory")
-    up = np.cos(traj["theta"]) > cos_bound
+def pole_up(theta, cos_bound: float):
+    """Which steps have the pole up: cos θ above the reward box's bound."""
+    return np.cos(theta) > cos_bound
+
+
+def final_rollouts(traj: pd.DataFrame, cos_bound: float) -> pd.DataFrame:
+    """Per run, what its final greedy policy does in one episode (rows of trajectory.csv): on how
+    many steps the pole is up, on how many it collects the upright reward, and the median |θ̇|
+    while up (NaN if never), which tells a pole held up from one spinning through the top."""
+    up = pole_up(traj["theta"], cos_bound)
     by = traj.assign(_up=up, _rewarded=rewarded(traj["reward"])).groupby("run_id")
     speed = traj["theta_dot"].abs()[up].groupby(traj["run_id"][up]).median()
     return pd.DataFrame({"up_steps": by["_up"].sum(), "rewarded_steps": by["_rewarded"].sum(), "up_speed": speed})
@@ -100,7 +104,7 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
     crit = "upright steps > 0"
     cos_bound = env_param(results, experiment, "upright_cos")
     steady = env_param(results, experiment, "steady_bound")
-    final = final_rollouts(results, experiment, cos_bound)
+    final = final_rollouts(load_table(results, experiment, "trajectory"), cos_bound)
     for label, g in _groups(results, experiment, eps):
         g = g.assign(_reached=reached(g))
         last_ep = int(g["episode"].max())
@@ -215,23 +219,25 @@ def pick_run(eps: pd.DataFrame, agent: str = RENDER_AGENT, among=None, rollouts=
     return str(score.iloc[0]["run_id"])
 
 
-def load_trajectory(results, experiment: str = RENDER_EXPERIMENT) -> tuple[pd.DataFrame, str]:
-    """(rows of the final greedy episode of the run pick_run chooses, run id) from
-    <experiment>/trajectory.csv, which the runner writes for every cartpole run."""
+def load_trajectory(results, cos_bound: float, experiment: str = RENDER_EXPERIMENT):
+    """For the run pick_run chooses: the rows of its final greedy episode (from
+    <experiment>/trajectory.csv, which the runner writes for every cartpole run), its rows of
+    episodes.csv, and its final_rollouts row (named by the run id)."""
     eps = load_table(results, experiment, "episodes")
     traj = load_table(results, experiment, "trajectory")
-    rollouts = final_rollouts(results, experiment, env_param(results, experiment, "upright_cos"))
+    rollouts = final_rollouts(traj, cos_bound)
     run_id = pick_run(eps, among=set(traj["run_id"]), rollouts=rollouts)
-    return traj[traj["run_id"] == run_id].sort_values("step"), run_id
+    return (traj[traj["run_id"] == run_id].sort_values("step"), eps[eps["run_id"] == run_id],
+            rollouts.loc[run_id])
 
 
 def _frames(ax_row, traj: pd.DataFrame, idx, length: float, rail: float):
     from rvfx.cartpole_draw import draw_cartpole
     for ax, i in zip(ax_row, idx):
         r = traj.iloc[i]
-        up = rewarded(r["reward"])
-        draw_cartpole(ax, r["theta"], r["x"], length=length, rail=rail, color="tab:green" if up else "tab:blue")
-        ax.set_title(f"t={r['t']:.2f}" + (" +1" if up else ""), fontsize=7)
+        paid = rewarded(r["reward"])
+        draw_cartpole(ax, r["theta"], r["x"], length=length, rail=rail, color="tab:green" if paid else "tab:blue")
+        ax.set_title(f"t={r['t']:.2f}" + (" +1" if paid else ""), fontsize=7)
 
 
 @register("cartpole_render", [RENDER_EXPERIMENT],
@@ -239,15 +245,13 @@ def _frames(ax_row, traj: pd.DataFrame, idx, length: float, rail: float):
           "greedy episode with the most rewarded, then pole-up, steps): strips of frames, pole green "
           "while rewarded, and theta, x over time")
 def fig_render(results, out):
-    traj, run_id = load_trajectory(results)
-    length, rail = (env_param(results, RENDER_EXPERIMENT, k) for k in ("length", "rail"))
-    eps = load_table(results, RENDER_EXPERIMENT, "episodes")
-    run_eps = eps[eps["run_id"] == run_id]
+    length, rail, cos_bound, steady = (env_param(results, RENDER_EXPERIMENT, k)
+                                       for k in ("length", "rail", "upright_cos", "steady_bound"))
+    traj, run_eps, rollout = load_trajectory(results, cos_bound)
     traj = traj.reset_index(drop=True)
     n_frames = 10
-    cos_bound = env_param(results, RENDER_EXPERIMENT, "upright_cos")
     rewarded_mask = rewarded(traj["reward"].to_numpy())
-    up_mask = np.cos(traj["theta"].to_numpy()) > cos_bound
+    up_mask = pole_up(traj["theta"].to_numpy(), cos_bound)
     hit = np.flatnonzero(rewarded_mask if rewarded_mask.any() else up_mask)
     whole = np.linspace(0, len(traj) - 1, n_frames).round().astype(int)
     if hit.size:        # zoom on the swing-up: 2 s before the first rewarded (else up) step to 0.5 s after
@@ -288,11 +292,9 @@ def fig_render(results, out):
     agent = traj["agent"].iloc[0]
     episodes = int(run_eps["episode"].max()) if len(run_eps) else "?"
     ret = float(traj["reward"].sum())
-    up_note = f"pole up (cos θ > {cos_bound:g}) on {int(up_mask.sum())} steps"
-    if up_mask.any():   # why up steps go unrewarded: the box also needs |θ̇| <= steady_bound
-        steady = env_param(results, RENDER_EXPERIMENT, "steady_bound")
-        up_note += (f", median |θ̇| there {np.median(np.abs(traj['theta_dot'][up_mask])):.1f} rad/s "
-                    f"(reward needs ≤ {steady:g})")
+    up_note = f"pole up (cos θ > {cos_bound:g}) on {int(rollout['up_steps'])} steps"
+    if rollout["up_steps"]:   # why up steps go unrewarded: the box also needs |θ̇| <= steady_bound
+        up_note += f", median |θ̇| there {rollout['up_speed']:.1f} rad/s (reward needs ≤ {steady:g})"
     fig.suptitle(f"Cartpole swing-up: {agent}, seed {seed}, greedy rollout of the policy after {episodes} "
                  f"episodes (one sampled member, as in Algorithm 8): return {ret:.2f}, "
                  f"{int(rewarded_mask.sum())} rewarded steps\n{up_note}", fontsize=10)
