@@ -39,9 +39,13 @@ def run(spec, scale, jobs, sets, out, dask_address, dry_run):
     from rvfx.runner import run_sweep
     from rvfx.spec import resolved_yaml
     exp = _load(spec, scale, sets)
-    done = sum(results.is_done(out, r) for r in exp.runs)
+    problems = {r.run_id: results.shard_problem(out, r) for r in exp.runs}
+    done = sum(p is None for p in problems.values())
     click.echo(f"{exp.name} [{scale}]: {len(exp.runs)} runs, {done} done, {len(exp.runs) - done} to run"
                f" -> {Path(out) / exp.name}")
+    for run_id, problem in problems.items():
+        if problem not in (None, "missing"):
+            click.echo(f"rerunning {run_id}: {problem}", err=True)
     if dry_run:
         return
     executor = None

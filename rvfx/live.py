@@ -79,4 +79,4 @@ def live(agent, environment, num_episodes: int, log_every: str = "log",
         if done:
             break
     return {"episodes": rows, "learning_time": learning.value,
-            "episodes_run": episode, "final_cum_regret": learning.cum_regret}
+            "episodes_run": episode, "final_cum_regret": learning.cum_regret if has_regret else None}

@@ -5,19 +5,30 @@ Layout under OUT/<experiment>/:
     shards/<run_id>/summary.csv    one row: learning_time (empty if censored), censored, ...
     shards/<run_id>/timing.csv     wall-clock seconds (the only non-deterministic output)
     shards/<run_id>/<extra>.csv    optional per-run tables, e.g. trajectory.csv (cartpole)
+    shards/<run_id>/manifest.json  what the shard holds: each file's rows and sha256, the run's
+                                   full settings, the code that made it (written last)
     failed/<run_id>.txt            traceback of a run that raised (retried on the next run)
     episodes.csv  runs.csv  timing.csv  [trajectory.csv]  failures.csv  spec.yaml   (by collect)
-A shard directory is built under a temporary name and renamed into place, so a
-shard that exists is complete; a partial one is never read.
+A shard directory is built under a temporary name and renamed into place, and it
+counts only once its manifest verifies: every listed file present with its checksum,
+made under the run's settings. Anything else (truncated, edited, emptied, made under
+another default) is named, treated as not done and rerun; it is never read.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pandas as pd
+
+from rvfx.provenance import code_version, environment
+
+MANIFEST = "manifest.json"
+SHARD_FORMAT = 1
 
 
 def identity_columns(run) -> dict:
@@ -33,20 +44,78 @@ def shard_dir(out, run) -> Path:
     return experiment_dir(out, run.experiment) / "shards" / run.run_id
 
 
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def shard_problem(out, run) -> str | None:
+    """Why the run's shard cannot be read as its result ("missing", "episodes.csv: checksum
+    differs", ...), or None when it verifies against its manifest and the run's settings."""
+    d = shard_dir(out, run)
+    if not d.is_dir():
+        return "missing"
+    try:
+        manifest = json.loads((d / MANIFEST).read_text(encoding="utf-8"))
+        files = manifest["files"]
+        if manifest["format"] != SHARD_FORMAT:
+            return f"shard format {manifest['format']!r}, this rvfx writes {SHARD_FORMAT}"
+        if manifest["run_id"] != run.run_id:
+            return f"{MANIFEST} names run {manifest['run_id']!r}"
+        if manifest["settings"] != json.loads(json.dumps(run.settings)):
+            return "made under other settings (a default changed): " + _settings_diff(manifest["settings"],
+                                                                                       run.settings)
+    except FileNotFoundError:
+        return f"no {MANIFEST} (unfinished, or made by an older rvfx)"
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+        return f"{MANIFEST} unreadable ({type(err).__name__})"
+    for name, meta in files.items():
+        path = d / name
+        if not path.is_file():
+            return f"{name} missing"
+        if _sha256(path) != meta.get("sha256"):
+            return f"{name}: checksum differs from {MANIFEST} (damaged or edited)"
+    return None
+
+
+def _settings_diff(old: dict, new: dict) -> str:
+    keys = sorted({(scope, k) for part in (old, new) for scope in part for k in part[scope]})
+    diffs = [f"{scope}.{k}: {old.get(scope, {}).get(k, '-')!r} -> {new.get(scope, {}).get(k, '-')!r}"
+             for scope, k in keys if old.get(scope, {}).get(k) != new.get(scope, {}).get(k)]
+    return "; ".join(diffs) or "?"
+
+
 def is_done(out, run) -> bool:
-    return shard_dir(out, run).is_dir()
+    return shard_problem(out, run) is None
 
 
 def _to_csv(df: pd.DataFrame, path: Path) -> None:
     df.to_csv(path, index=False, lineterminator="\n")
 
 
+def _file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+FILE_MODE = _file_mode()   # what open() would give; mkstemp alone makes 0600
+
+
 def write_atomic_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
@@ -62,12 +131,33 @@ def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
         _to_csv(pd.DataFrame([{"run_id": run.run_id, "seconds": round(seconds, 3)}]), tmp / "timing.csv")
         for name, table in (extra or {}).items():
             _to_csv(table.assign(**ident)[list(ident) + list(table.columns)], tmp / f"{name}.csv")
-        os.replace(tmp, final)
+        files = {p.name: {"rows": _data_rows(p), "sha256": _sha256(p)} for p in sorted(tmp.glob("*.csv"))}
+        manifest = {"format": SHARD_FORMAT, "run_id": run.run_id, "settings": run.settings,
+                    "code": code_version(), "files": files}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        _replace_dir(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     failed = experiment_dir(out, run.experiment) / "failed" / f"{run.run_id}.txt"
     failed.unlink(missing_ok=True)
+
+
+def _data_rows(path: Path) -> int:
+    """Rows below the header of a CSV written by `_to_csv` (no quoted newlines in rvfx tables)."""
+    with open(path, "rb") as f:
+        return sum(1 for _ in f) - 1
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    """Rename `tmp` to `final`; an unverified shard already there (being rerun) is moved aside first."""
+    if final.exists():
+        old = final.with_name(f".{final.name}.{os.getpid()}.old")
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, final)
 
 
 def write_failure(out, run, traceback_text: str) -> Path:
@@ -78,23 +168,28 @@ def write_failure(out, run, traceback_text: str) -> Path:
 
 
 def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
-    """Concatenate the shards of `runs` (in spec order) into the experiment's tables."""
+    """Concatenate the verified shards of `runs` (in spec order) into the experiment's tables.
+
+    Runs without a verified shard are listed in failures.csv (failed, damaged or missing);
+    a table no verified shard feeds any more is removed, so nothing stale looks current.
+    """
     if not runs:
         return {}
     exp_dir = experiment_dir(out, runs[0].experiment)
     tables: dict[str, list] = {"episodes": [], "runs": [], "timing": []}
     failures = []
     for run in runs:
-        d = shard_dir(out, run)
-        if d.is_dir():
-            for path in sorted(d.glob("*.csv")):
+        problem = shard_problem(out, run)
+        if problem is None:
+            for path in sorted(shard_dir(out, run).glob("*.csv")):
                 name = "runs" if path.stem == "summary" else path.stem
                 tables.setdefault(name, []).append(pd.read_csv(path))
-        else:
-            fail = exp_dir / "failed" / f"{run.run_id}.txt"
-            failures.append({**identity_columns(run),
-                             "status": "failed" if fail.exists() else "missing",
-                             "detail": str(fail) if fail.exists() else ""})
+            continue
+        fail = exp_dir / "failed" / f"{run.run_id}.txt"
+        status = "failed" if fail.exists() else "missing" if problem == "missing" else "damaged"
+        failures.append({**identity_columns(run), "status": status,
+                         "detail": str(fail) if fail.exists() else "" if status == "missing"
+                         else f"{shard_dir(out, run)}: {problem}"})
     written = {}
     for name, frames in tables.items():
         if frames:
@@ -104,10 +199,13 @@ def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
     fail_path = exp_dir / "failures.csv"
     if failures:
         write_atomic_text(fail_path, pd.DataFrame(failures).to_csv(index=False, lineterminator="\n"))
-    else:
+    for stale in set(exp_dir.glob("*.csv")) - set(written.values()) - {fail_path}:
+        stale.unlink()
+    if not failures:
         fail_path.unlink(missing_ok=True)
     if resolved_spec is not None:
         write_atomic_text(exp_dir / "spec.yaml", resolved_spec)
+    write_atomic_text(exp_dir / "provenance.json", json.dumps(environment(), indent=1, sort_keys=True) + "\n")
     return written
 
 

@@ -61,9 +61,11 @@ def run_and_store(run, out: str) -> Outcome:
         path = results.write_failure(out, run, traceback.format_exc())
         return Outcome(run.run_id, False, f"{path}")
     learning_time = metrics["learning_time"]
+    has_regret = metrics["final_cum_regret"] is not None
     summary = {"learning_time": learning_time if learning_time is not None else "",
-               "censored": learning_time is None, "episodes_run": metrics["episodes_run"],
-               "final_cum_regret": metrics["final_cum_regret"]}
+               "censored": learning_time is None if has_regret else "",
+               "episodes_run": metrics["episodes_run"],
+               "final_cum_regret": metrics["final_cum_regret"] if has_regret else ""}
     extra = {"trajectory": metrics["trajectory"]} if metrics["trajectory"] is not None else None
     results.write_shard(out, run, metrics["episodes"], summary, time.perf_counter() - start, extra)
     return Outcome(run.run_id, True)

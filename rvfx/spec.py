@@ -42,10 +42,14 @@ class RunSpec:
     stop_at_learning: bool
     log: str
     swept: dict                 # dotted grid key -> value, for the identity columns
+    settings: dict = dataclasses.field(default_factory=dict)
+    """Every resolved parameter, those left out of the id included: {"agent": {...}, "env": {...}}.
+    A shard records it, and resume reruns a shard made under other settings (a changed default)."""
 
     def identity(self) -> dict:
         d = dataclasses.asdict(self)
         d.pop("swept")
+        d.pop("settings")
         return d
 
     @property
@@ -193,7 +197,8 @@ def _validate_and_expand(spec: dict, scale: str) -> ExperimentSpec:
             for seed in range(n_seeds):
                 runs.append(RunSpec(name, label, algo, _identity_params(agent_obj), env["name"],
                                     _identity_params(env_obj), seed, n_episodes, stop, log,
-                                    dict(zip(keys, combo))))
+                                    dict(zip(keys, combo)),
+                                    {"agent": dataclasses.asdict(agent_obj), "env": dataclasses.asdict(env_obj)}))
     return ExperimentSpec(name, spec.get("description", ""), figures, scale, runs, spec)
 
 

@@ -1,0 +1,95 @@
+"""Shards prove themselves: damaged or stale shards are named, rerun and never read."""
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from rvfx import results
+from rvfx.spec import load_spec
+from cli_helpers import invoke
+
+
+def tables(out: Path) -> dict:
+    return {name: (out / "tiny" / name).read_bytes() for name in ("episodes.csv", "runs.csv")}
+
+
+def shards(out: Path) -> list[Path]:
+    return sorted((out / "tiny" / "shards").iterdir())
+
+
+def test_manifest_lists_every_table_with_rows_checksum_settings_and_code(tiny_spec, tmp_path):
+    out = tmp_path / "m"
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    run = load_spec(str(tiny_spec)).runs[0]
+    manifest = json.loads((results.shard_dir(out, run) / results.MANIFEST).read_text())
+    assert set(manifest["files"]) == {"episodes.csv", "summary.csv", "timing.csv"}
+    episodes = pd.read_csv(results.shard_dir(out, run) / "episodes.csv")
+    assert manifest["files"]["episodes.csv"]["rows"] == len(episodes) > 0
+    assert manifest["run_id"] == run.run_id
+    assert manifest["settings"]["env"]["size"] == 4 and "start_angle" not in manifest["settings"]["env"]
+    assert manifest["settings"]["agent"]["v"] == "H**2/25"
+    assert manifest["code"]["rvfx"]
+    assert oct((out / "tiny" / "runs.csv").stat().st_mode & 0o777) == oct(results.FILE_MODE)
+    assert (out / "tiny" / "provenance.json").exists()
+
+
+def test_truncated_emptied_and_corrupted_shards_are_named_rerun_and_tables_match(tiny_spec, tmp_path):
+    out = tmp_path / "d"
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    clean = tables(out)
+    dirs = shards(out)
+    damaged = dirs[:4]
+    text = (damaged[0] / "episodes.csv").read_text()
+    (damaged[0] / "episodes.csv").write_text(text[: len(text) // 2])           # truncated mid-line
+    with open(damaged[1] / "episodes.csv", "a") as f:                        # garbage appended
+        f.write("1,2,garbage\n")
+    for p in damaged[2].iterdir():                                            # emptied folder
+        p.unlink()
+    (damaged[3] / "summary.csv").write_text("learning_time,junk\n1,2\n")      # edited summary
+    kept = {p: p.stat().st_mtime_ns for p in dirs[4:]}
+
+    result = invoke("collect", tiny_spec, "--out", out)
+    assert "4 damaged of 8 runs" in result.output
+    failures = pd.read_csv(out / "tiny" / "failures.csv")
+    assert (failures["status"] == "damaged").sum() == 4
+    assert failures["detail"].str.contains("checksum differs").sum() == 3
+    assert failures["detail"].str.contains("no manifest.json").sum() == 1
+    runs = pd.read_csv(out / "tiny" / "runs.csv")
+    assert len(runs) == 4 and "junk" not in runs.columns                       # never read
+
+    assert "8 runs, 4 done, 4 to run" in invoke("run", tiny_spec, "--out", out, "--dry-run").output
+    result = invoke("run", tiny_spec, "--out", out)
+    assert result.exit_code == 0 and "4 run(s) finished, 0 failed" in result.output
+    assert {p: p.stat().st_mtime_ns for p in dirs[4:]} == kept                 # the rest untouched
+    assert tables(out) == clean
+    assert not (out / "tiny" / "failures.csv").exists()
+    assert not [p for p in (out / "tiny" / "shards").iterdir() if p.name.startswith(".")]
+
+
+def test_a_shard_made_under_another_default_is_rerun(tiny_spec, tmp_path):
+    """The guard of added_later parameters: they are left out of the run id at their default,
+    so a shard records every setting and resume reruns one made when a default differed."""
+    out = tmp_path / "g"
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    clean = tables(out)
+    run = load_spec(str(tiny_spec)).runs[0]
+    path = results.shard_dir(out, run) / results.MANIFEST
+    manifest = json.loads(path.read_text())
+    manifest["settings"]["agent"]["v"] = "H**2/100"         # as if made under an older default
+    path.write_text(json.dumps(manifest))
+    problem = results.shard_problem(out, run)
+    assert problem.startswith("made under other settings") and "agent.v: 'H**2/100' -> 'H**2/25'" in problem
+    result = invoke("run", tiny_spec, "--out", out)
+    assert "1 run(s) finished" in result.output
+    assert results.shard_problem(out, run) is None and tables(out) == clean
+
+
+def test_a_table_no_verified_shard_feeds_is_removed(tiny_spec, tmp_path):
+    out = tmp_path / "s"
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    for d in shards(out):
+        os.remove(d / results.MANIFEST)
+    invoke("collect", tiny_spec, "--out", out)
+    assert not (out / "tiny" / "episodes.csv").exists() and not (out / "tiny" / "runs.csv").exists()
+    assert len(pd.read_csv(out / "tiny" / "failures.csv")) == 8
