@@ -10,10 +10,10 @@ SPECS := $(sort $(wildcard configs/*.yaml))
 
 .PHONY: install reproduce run plot test bench clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test]'
+	$(VENV)/bin/pip install --quiet -c constraints.txt -e '.[test]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -511,9 +511,13 @@ class PriorEnsemble:
         p = self.prior(x) if prior is None else prior
         return f if p is None else f + p
 
-    def member_value(self, k: int, x) -> np.ndarray:
-        """(B, out) values of member k alone (online weights), for `act`."""
-        f = self.net.forward_member(self.params, k, x)
+    def snapshot(self, k: int) -> list[np.ndarray]:
+        """A copy of member k's online weights (a one-member ensemble), to act with while SGD goes on."""
+        return self.net.member(self.params, k)
+
+    def member_value(self, k: int, x, weights: list[np.ndarray] | None = None) -> np.ndarray:
+        """(B, out) values of member k alone, for `act`: its online weights, or `weights` (its snapshot)."""
+        f = self.net.forward_member(self.params, k, x) if weights is None else self.net.forward_member(weights, 0, x)
         if self.prior_params is None:
             return f
         if self.prior_table is not None:

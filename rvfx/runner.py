@@ -34,14 +34,19 @@ def run_rngs(run) -> tuple[np.random.Generator, np.random.Generator]:
 
 
 def execute(run) -> dict:
-    """Run one RunSpec in this process and return its logged metrics (plus, where the
-    environment supports it, a greedy rollout of the final policy for rendering)."""
+    """Run one RunSpec in this process and return its logged metrics, with the extra per-run
+    tables ("tables") the agent leaves (`run_tables`) and, for cartpole, a greedy rollout of
+    the final policy for rendering."""
     env_rng, agent_rng = run_rngs(run)
     env_cls, env_params_cls = ENVS[run.env]
     env = env_cls(env_params_cls(**run.env_params), env_rng)
     agent = make_agent(run.algorithm, AGENTS[run.algorithm][1](**run.agent_params), env, agent_rng)
     metrics = live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning)
-    metrics["trajectory"] = final_rollout(agent, env)
+    tables = agent.run_tables() if hasattr(agent, "run_tables") else {}
+    trajectory = final_rollout(agent, env)
+    if trajectory is not None:
+        tables["trajectory"] = trajectory
+    metrics["tables"] = tables
     return metrics
 
 
@@ -66,8 +71,7 @@ def run_and_store(run, out: str) -> Outcome:
                "censored": learning_time is None if has_regret else "",
                "episodes_run": metrics["episodes_run"],
                "final_cum_regret": metrics["final_cum_regret"] if has_regret else ""}
-    extra = {"trajectory": metrics["trajectory"]} if metrics["trajectory"] is not None else None
-    results.write_shard(out, run, metrics["episodes"], summary, time.perf_counter() - start, extra)
+    results.write_shard(out, run, metrics["episodes"], summary, time.perf_counter() - start, metrics["tables"])
     return Outcome(run.run_id, True)
 
 

@@ -352,12 +352,12 @@ def test_stored_prior_values_equal_the_prior_network(monkeypatch):
     real_td_step = ensemble_module.td_step
 
     def checking_td_step(ens, tape, target_tape, x, action, reward, discount, x_next, weight,
-                         x_index=None, next_index=None, prior=None, next_prior=None):
+                         x_index=None, next_index=None, prior=None, next_prior=None, double=False):
         seen.append(1)
-        np.testing.assert_allclose(prior, ens.prior(x), rtol=1e-6, atol=1e-7)
-        np.testing.assert_allclose(next_prior, ens.prior(x_next), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(prior, ens.prior(x), rtol=1e-6, atol=1e-6)     # float32: one state's
+        np.testing.assert_allclose(next_prior, ens.prior(x_next), rtol=1e-6, atol=1e-6)  # product vs a batch's
         return real_td_step(ens, tape, target_tape, x, action, reward, discount, x_next, weight,
-                            x_index, next_index, prior, next_prior)
+                            x_index, next_index, prior, next_prior, double)
 
     monkeypatch.setattr(ensemble_module, "td_step", checking_td_step)
     params = EnsembleParams(K=3, batch_size=16, min_replay=2, prior_scale=2.0)
@@ -369,10 +369,10 @@ def test_stored_prior_values_equal_the_prior_network(monkeypatch):
         buf, ens = agent.buffer, agent.ensemble
         n = buf.size
         np.testing.assert_allclose(buf.prior[:n], ens.prior(rep.inputs(buf.code[:n])).transpose(1, 0, 2),
-                                   rtol=1e-6, atol=1e-7)
+                                   rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(buf.next_prior[:n],
                                    ens.prior(rep.inputs(buf.next_code[:n])).transpose(1, 0, 2), rtol=1e-6,
-                                   atol=1e-7)
+                                   atol=1e-6)
     assert len(seen) > 10
 
 

@@ -22,6 +22,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from rvfx.agents.diagnostics import EnsembleDiagnostics
 from rvfx.agents.tabular import greedy_policy
 from rvfx.envs.representations import Representation, RepresentationKind, num_actions, representation_for
 from rvfx.nn import EnsembleMLP, PriorEnsemble, Tape
@@ -54,6 +55,18 @@ class EnsembleParams:
     epsilon_final: float = field(default=0.0, metadata={"min": 0.0, "max": 1.0, "doc": "epsilon after annealing"})
     epsilon_anneal_episodes: int = field(default=0, metadata={
         "min": 0, "doc": "episodes of linear annealing epsilon -> epsilon_final (0: constant epsilon)"})
+    acting_weights: Literal["episode", "live"] = field(default="episode", metadata={
+        "doc": "episode: act all episode with a copy of the sampled member taken at its start (Algorithm 8 "
+               "sets theta~ once per episode, Algorithm 1 acts with it) | live: the weights SGD is changing"})
+    td_target: Literal["max", "double"] = field(default="max", metadata={
+        "added_later": True,
+        "doc": "max: r + gamma max_a' Q^-(s', a') (eq. 5.7) | double: r + gamma Q^-(s', argmax_a' Q(s', a')) "
+               "(double Q-learning, against over-estimation)"})
+    diagnostics_every: int = field(default=0, metadata={
+        "min": 0, "added_later": True,
+        "doc": "every this many episodes, write each member's Q on the environment's probe states, its "
+               "over-estimation on recent transitions and its greedy-action flip rate to diagnostics.csv "
+               "(0: off; draws no random numbers, so it changes no result)"})
     representation: RepresentationKind = field(default="pixels", metadata={
         "doc": "deep sea network input: pixels (one-hot N x N image) | linear_basis (the coherent basis of "
                "Sec. 7.1.2 with M features per row, Fig. 15); other environments: pixels = their observation"})
@@ -71,6 +84,8 @@ class DQNParams(EnsembleParams):
     epsilon: float = field(default=1.0, metadata={"min": 0.0, "max": 1.0, "doc": "epsilon-greedy at episode 1"})
     epsilon_anneal_episodes: int = field(default=100, metadata={
         "min": 0, "doc": "episodes of linear annealing epsilon -> epsilon_final (0: constant epsilon)"})
+    acting_weights: Literal["episode", "live"] = field(default="live", metadata={
+        "added_later": True, "doc": "live: DQN acts with the weights it is training (episode: a per-episode copy)"})
 
 
 class Batch(NamedTuple):
@@ -160,7 +175,8 @@ class EnsembleBuffer:
 def td_step(ensemble: PriorEnsemble, tape: Tape, target_tape: Tape, x: np.ndarray, action: np.ndarray,
             reward: np.ndarray, discount: np.ndarray, x_next: np.ndarray, weight: np.ndarray | None,
             x_index: np.ndarray | None = None, next_index: np.ndarray | None = None,
-            prior: np.ndarray | None = None, next_prior: np.ndarray | None = None) -> float:
+            prior: np.ndarray | None = None, next_prior: np.ndarray | None = None,
+            double: bool = False) -> float:
     """One optimiser step of every member on its discounted TD loss with target net (eq. 5.7, Alg. 8 l.1-4).
 
     Member k minimises 1/(2B) sum_b w_kb (r_kb + discount_b max_a' Q^-_k(s'_b, a') - Q_k(s_b, a_b))^2,
@@ -168,16 +184,21 @@ def td_step(ensemble: PriorEnsemble, tape: Tape, target_tape: Tape, x: np.ndarra
     `x_index`, x holds distinct states and sample b is x[x_index[b]] (likewise
     `next_index`): repeated states then share one forward and backward pass, an
     exact saving since the gradient is a sum of per-state terms. `prior`,
-    `next_prior` hand in stored prior values of x and x_next. Returns the mean
-    loss over members (non-finite when the values diverged).
+    `next_prior` hand in stored prior values of x and x_next. With `double` the target is
+    Q^-_k(s', argmax_a' Q_k(s', a')) (double Q-learning) instead of the max. Returns the
+    mean loss over members (non-finite when the values diverged).
     """
     q = ensemble.value(x, tape=tape, prior=prior)                        # (K, U, A)
     q_next = ensemble.value(x_next, target=True, tape=target_tape, prior=next_prior)
     K, U, A = q.shape
     B = action.shape[0]
-    v_next = q_next[:, :, 0].copy()                     # max over a few actions: a loop of
-    for a in range(1, A):                                # maximum is ~20x faster than .max(axis=2)
-        np.maximum(v_next, q_next[:, :, a], out=v_next)
+    if double:
+        best = ensemble.value(x_next, prior=next_prior).argmax(axis=2)         # online argmax, (K, U)
+        v_next = np.take_along_axis(q_next, best[:, :, None], axis=2)[:, :, 0]
+    else:
+        v_next = q_next[:, :, 0].copy()                 # max over a few actions: a loop of
+        for a in range(1, A):                            # maximum is ~20x faster than .max(axis=2)
+            np.maximum(v_next, q_next[:, :, a], out=v_next)
     y = v_next if next_index is None else v_next[:, next_index]          # (K, B)
     y *= discount
     y += reward
@@ -233,6 +254,8 @@ class EnsembleRLSVI:
         self._discrete = representation.code_shape == ()
         self.episode = 0
         self.active = 0
+        self._acting = None                     # the acting member's weights this episode ("episode")
+        self.diagnostics = None                 # an EnsembleDiagnostics when diagnostics_every > 0
         self.env_steps = 0
         self.sgd_steps = 0
         self.epsilon = params.epsilon
@@ -242,6 +265,10 @@ class EnsembleRLSVI:
         p = self.params
         self.episode += 1
         self.active = int(self.rng.integers(self.K))
+        if p.acting_weights == "episode":
+            self._acting = self.ensemble.snapshot(self.active)
+        if self.diagnostics is not None:
+            self.diagnostics.episode_start(self.episode)
         if p.epsilon_anneal_episodes > 0:
             frac = min(1.0, (self.episode - 1) / p.epsilon_anneal_episodes)
             self.epsilon = p.epsilon + (p.epsilon_final - p.epsilon) * frac
@@ -253,9 +280,10 @@ class EnsembleRLSVI:
         return self.rep.inputs(code[None])
 
     def q_values(self, state, member: int | None = None) -> np.ndarray:
-        """Q_k(state, .) of the acting member (or `member`), shape (A,)."""
-        k = self.active if member is None else member
-        return self.ensemble.member_value(k, self._inputs(state))[0]
+        """Q(state, .) of the acting member as it acts this episode (or of `member`'s live weights), (A,)."""
+        if member is None:
+            return self.ensemble.member_value(self.active, self._inputs(state), self._acting)[0]
+        return self.ensemble.member_value(member, self._inputs(state))[0]
 
     def act(self, state) -> int:
         """Greedy in the sampled member's Q (ties at random), epsilon-greedy if epsilon > 0."""
@@ -303,13 +331,20 @@ class EnsembleRLSVI:
                 prior, next_prior = prior[:, first], next_prior[:, next_first]
         loss = td_step(self.ensemble, self._tape, self._target_tape, self.rep.inputs(code),
                        batch.action, batch.reward, batch.discount, self.rep.inputs(next_code),
-                       batch.weight, x_index, next_index, prior, next_prior)
+                       batch.weight, x_index, next_index, prior, next_prior,
+                       double=self.params.td_target == "double")
         if not math.isfinite(loss):
             self._diverged("SGD")
         self.sgd_steps += 1
         if self.sgd_steps % self.params.target_period == 0:
             self.ensemble.sync_target()
+        if self.diagnostics is not None:
+            self.diagnostics.after_sgd_step(self.sgd_steps)
         return loss
+
+    def run_tables(self) -> dict:
+        """Extra per-run tables for the shard: diagnostics.csv when diagnostics are on."""
+        return {} if self.diagnostics is None else {"diagnostics": self.diagnostics.table()}
 
     def _diverged(self, where: str):
         raise FloatingPointError(
@@ -321,4 +356,8 @@ def make_ensemble_agent(params: EnsembleParams, env, rng: np.random.Generator) -
     """Registry factory: the representation (`params.representation` of the environment) and the
     action count come from the environment; a linear basis is drawn from the agent's `rng`."""
     rep = representation_for(env, params.representation, params.M, params.basis, rng)
-    return EnsembleRLSVI(params, rep, num_actions(env), rng)
+    agent = EnsembleRLSVI(params, rep, num_actions(env), rng)
+    if params.diagnostics_every:
+        probes = env.probe_states() if hasattr(env, "probe_states") else {}
+        agent.diagnostics = EnsembleDiagnostics(agent, probes, params.diagnostics_every)
+    return agent
