@@ -284,3 +284,84 @@ def test_draw_strip_writes_png(tmp_path):
     path = draw_strip(np.array(obs), tmp_path / "strip.png", num_frames=5)
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+
+
+# --- observation formats (params.observation) ---
+
+def trig_formula(theta, theta_dot, x, x_dot, t):
+    """(cos θ, sin θ, θ̇/10, x/5, ẋ/5, t/10), written out here independently of the env."""
+    return [math.cos(theta), math.sin(theta), theta_dot / 10, x / 5, x_dot / 5, t / 10]
+
+
+def test_trig_observations_of_a_known_state():
+    th, thd, x, xd, k = math.pi / 2, 2.0, 1.5, -0.5, 7
+    t = k * P.dt
+    trig = make(observation="trig").set_state(th, thd, x, xd, k=k)
+    np.testing.assert_allclose(trig, [0.0, 1.0, 0.2, 0.3, -0.1, 0.007], atol=1e-15)
+    np.testing.assert_array_equal(trig, trig_formula(th, thd, x, xd, t))
+    ind = make(observation="trig_indicators").set_state(th, thd, x, xd, k=k)
+    np.testing.assert_array_equal(ind, trig_formula(th, thd, x, xd, t) + [0.0, 0.0])  # |x|, |θ̇| >= 1
+    # The indicators are 1{|x| < 1} and 1{|θ̇| < 1}, strict, each on its own.
+    env = make(observation="trig_indicators")
+    for xx, tt, expected in ((0.5, 2.0, [1.0, 0.0]), (-1.5, -0.5, [0.0, 1.0]), (-0.99, 0.99, [1.0, 1.0]),
+                             (1.0, -1.0, [0.0, 0.0])):
+        assert list(env.set_state(math.pi, tt, xx, 0.0)[6:]) == expected, (xx, tt)
+    raw = make().set_state(th, thd, x, xd, k=k)
+    np.testing.assert_array_equal(raw, [th, thd, x, xd, t])
+
+
+@pytest.mark.parametrize("kind,size", [("raw", 5), ("trig", 6), ("trig_indicators", 8)])
+def test_observation_size_and_step_reset_use_the_format(kind, size):
+    from rvfx.envs.representations import representation_for
+
+    p = CartpoleSwingUpParams(observation=kind)
+    env = CartpoleSwingUp(p, np.random.default_rng(0))
+    assert env.observation_size == size
+    assert representation_for(env).input_dim == size  # the network's input width
+    assert CartpoleSwingUpBatch(p, [np.random.default_rng(0)]).observation_size == size
+    tr = env.reset()
+    assert tr.new_state.shape == (size,)
+    for k in range(1, 4):
+        tr = env.step(2)
+        s = env.state
+        expected = list(s) + [k * P.dt] if kind == "raw" else trig_formula(*s, k * P.dt)
+        if kind == "trig_indicators":
+            expected += [float(abs(s[2]) < 1), float(abs(s[1]) < 1)]
+        np.testing.assert_array_equal(tr.new_state, expected)
+    # The dynamics and reward do not depend on the format.
+    ref = CartpoleSwingUp(P, np.random.default_rng(0))
+    ref.reset()
+    for _ in range(3):
+        ref_reward = ref.step(2).reward
+    assert ref.state == env.state and ref_reward == tr.reward
+
+
+@pytest.mark.parametrize("kind", ["raw", "trig", "trig_indicators"])
+def test_batch_observations_equal_single_ones(kind):
+    p = CartpoleSwingUpParams(observation=kind)
+    n = 60
+    rngs = lambda: [np.random.default_rng(20 + i) for i in range(n)]  # noqa: E731
+    batch = CartpoleSwingUpBatch(p, rngs())
+    singles = [CartpoleSwingUp(p, r) for r in rngs()]
+    obs = batch.reset()
+    np.testing.assert_array_equal(obs, [e.reset().new_state for e in singles])
+    # Spread states so both indicators take both values, then step once.
+    rng = np.random.default_rng(3)
+    states = np.stack([rng.uniform(0, 2 * math.pi, n), rng.uniform(-2, 2, n),
+                       rng.uniform(-2, 2, n), rng.normal(0, 1, n)])
+    batch.state = states.copy()
+    actions = rng.integers(0, 3, n)
+    obs, _, _ = batch.step(actions)
+    assert obs.shape == (n, batch.observation_size)
+    for i, e in enumerate(singles):
+        e.set_state(*states[:, i], k=0)
+        np.testing.assert_allclose(obs[i], e.step(int(actions[i])).new_state, rtol=1e-13, atol=1e-13)
+    if kind == "trig_indicators":
+        assert set(obs[:, 6]) == set(obs[:, 7]) == {0.0, 1.0}
+
+
+def test_observation_is_not_in_the_run_identity_at_its_default():
+    from rvfx.spec import _identity_params
+
+    assert "observation" not in _identity_params(CartpoleSwingUpParams())
+    assert _identity_params(CartpoleSwingUpParams(observation="trig"))["observation"] == "trig"

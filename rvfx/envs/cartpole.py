@@ -3,18 +3,24 @@
 Dynamics are eq. 7.2 (label eq:cp_dynamics) integrated with explicit Euler, Δt = 0.01.
 One arithmetic function, `euler_step`, holds the formula; it runs on Python floats
 (the single env, for speed) and on NumPy arrays (`CartpoleSwingUpBatch`, B carts at once).
+Likewise `observation_components` is the one rule from state and time to what the agent sees
+(`observation`: the paper's raw state, or cos/sin features like bsuite's).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
 from rvfx.live import Transition
 
 TWO_PI = 2.0 * math.pi
+
+Observation = Literal["raw", "trig", "trig_indicators"]
+OBSERVATION_SIZES = {"raw": 5, "trig": 6, "trig_indicators": 8}
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,13 @@ class CartpoleSwingUpParams:
     tau_pole_mass: bool = field(default=True, metadata={
         "doc": "τ = (F + m(l/2)θ̇² sin θ)/(m+M) (physical, bsuite); False: eq. 7.2 as printed, without m"})
     wrap_theta: bool = field(default=True, metadata={"doc": "keep θ in [0, 2π) (bsuite); False: unbounded"})
+    observation: Observation = field(default="raw", metadata={
+        "added_later": True,
+        "doc": "what the agent sees. raw: (θ, θ̇, x, ẋ, t), the paper's state and time; "
+               "trig: (cos θ, sin θ, θ̇/10, x/5, ẋ/5, t/10); trig_indicators: trig plus 1{|x| < 1} and "
+               "1{|θ̇| < 1} as 1.0/0.0, like bsuite's cartpole_swingup observation (which orders and "
+               "scales differently and uses ±1). These indicators leak part of the reward box (two of "
+               "its four conditions), which the paper's state does not contain"})
 
 
 def physics_constants(p: CartpoleSwingUpParams) -> tuple:
@@ -71,6 +84,23 @@ def wrap_angle(theta, p: CartpoleSwingUpParams):
     return theta % TWO_PI if p.wrap_theta else theta
 
 
+def observation_components(theta, theta_dot, x, x_dot, t, kind: str, cos=math.cos, sin=math.sin) -> tuple:
+    """The observation of state (θ, θ̇, x, ẋ) at time t, as a tuple of components (`kind` is
+    `params.observation`); floats, or arrays with `cos`, `sin` = np.cos, np.sin.
+
+    raw: (θ, θ̇, x, ẋ, t); trig: (cos θ, sin θ, θ̇/10, x/5, ẋ/5, t/10); trig_indicators: trig,
+    then 1.0 if |x| < 1 else 0.0 and 1.0 if |θ̇| < 1 else 0.0.
+    """
+    if kind == "raw":
+        return theta, theta_dot, x, x_dot, t
+    trig = (cos(theta), sin(theta), theta_dot / 10.0, x / 5.0, x_dot / 5.0, t / 10.0)
+    if kind == "trig":
+        return trig
+    if kind == "trig_indicators":
+        return trig + ((abs(x) < 1.0) * 1.0, (abs(theta_dot) < 1.0) * 1.0)
+    raise ValueError(f"unknown observation {kind!r} (raw, trig, trig_indicators)")
+
+
 def last_time_index(p: CartpoleSwingUpParams) -> int:
     """Largest k with k Δt <= max_time, from integers so float round-off cannot add or drop a step."""
     ratio = p.max_time / p.dt
@@ -79,7 +109,7 @@ def last_time_index(p: CartpoleSwingUpParams) -> int:
 
 
 class CartpoleSwingUp:
-    """Single cartpole; observation (θ, θ̇, x, ẋ, t) as a float64 array, θ = 0 upright.
+    """Single cartpole; observation (θ, θ̇, x, ẋ, t) as a float64 array (by default), θ = 0 upright.
 
     Each step applies force F ∈ {-10, 0, 10} (action 0, 1, 2), integrates eq. 7.2 for Δt,
     then pays |F|/1000 and gains +1 if the new state is upright and steady. The rails
@@ -87,14 +117,17 @@ class CartpoleSwingUp:
     zeroed (the rail can push, not pull; the pole keeps its θ̇). The episode has
     `horizon` = last_time_index + 1 steps: the step reaching t > max_time returns
     new_state None. No reward noise, so `expected_return` is the episode's return.
+    `params.observation` picks what the observations hold (`observation_components`);
+    `state` is always (θ, θ̇, x, ẋ).
     """
 
     num_actions = 3
-    observation_size = 5
 
     def __init__(self, params: CartpoleSwingUpParams, rng: np.random.Generator):
         self.params = p = params
         self.rng = rng
+        self.observation_size = OBSERVATION_SIZES[p.observation]
+        self._kind = p.observation
         self.optimal_return = None
         self.expected_return = 0.0
         self.upright_steps = 0
@@ -117,7 +150,7 @@ class CartpoleSwingUp:
         self._state = (float(theta), float(theta_dot), float(x), float(x_dot))
         if k is not None:
             self._k = int(k)
-        self._obs = np.array(self._state + (self._k * self.params.dt,))
+        self._obs = np.array(observation_components(*self._state, self._k * self.params.dt, self._kind))
         return self._obs
 
     def reset(self) -> Transition:
@@ -154,26 +187,47 @@ class CartpoleSwingUp:
         self._k = k + 1
         self._state = (theta, theta_dot, x, x_dot)
         old = self._obs
-        self._obs = None if k + 1 > self._last_k else np.array((theta, theta_dot, x, x_dot, (k + 1) * p.dt))
+        self._obs = None if k + 1 > self._last_k else np.array(
+            observation_components(theta, theta_dot, x, x_dot, (k + 1) * p.dt, self._kind))
         return Transition(old, action, reward, self._obs, k)
 
     def episode_metrics(self) -> dict:
         """Extra per-episode columns for `live`: the number of +1 (upright) steps."""
         return {"upright_steps": self.upright_steps}
 
+    def probe_states(self) -> dict[str, np.ndarray]:
+        """Named observations (this env's `observation` format) to probe a learned Q at: "hanging"
+        (θ = π at rest), "upright_still" (θ = 0 at rest), "upright_spinning" (θ = 0, θ̇ = 5), all at
+        t = 0, and "reference_000", "reference_050", ...: every 50th state, with its time, of the
+        reference controller's swing-up from the noiseless hanging start. Deterministic: it neither
+        draws from nor moves this env (its own env, init_noise 0, a fresh rng)."""
+        from rvfx.envs.cartpole_control import reference_episode
+
+        p = self.params
+
+        def obs(theta, theta_dot, x, x_dot, t=0.0):
+            return np.array(observation_components(theta, theta_dot, x, x_dot, t, self._kind))
+
+        probes = {"hanging": obs(math.pi, 0.0, 0.0, 0.0), "upright_still": obs(0.0, 0.0, 0.0, 0.0),
+                  "upright_spinning": obs(0.0, 5.0, 0.0, 0.0)}
+        states, _, _, _ = reference_episode(dataclasses.replace(p, init_noise=0.0), np.random.default_rng(0))
+        for k in range(0, len(states), 50):
+            probes[f"reference_{k:03d}"] = obs(*states[k], k * p.dt)
+        return probes
+
 
 class CartpoleSwingUpBatch:
     """B independent cartpoles stepped together with arrays; cart i matches CartpoleSwingUp(params, rngs[i]).
 
     All carts share the clock, so their episodes start and end together (several
-    seeds' episodes in lock step). `step` returns (observations (B, 5), rewards (B,), done).
+    seeds' episodes in lock step). `step` returns (observations (B, observation_size), rewards (B,), done).
     """
 
     num_actions = 3
-    observation_size = 5
 
     def __init__(self, params: CartpoleSwingUpParams, rngs: Sequence[np.random.Generator]):
         self.params = p = params
+        self.observation_size = OBSERVATION_SIZES[p.observation]
         self.rngs = list(rngs)
         self.batch = len(self.rngs)
         self.optimal_return = None
@@ -188,10 +242,13 @@ class CartpoleSwingUpBatch:
         self._k = 0
 
     def observation(self) -> np.ndarray:
-        """(B, 5) array of (θ, θ̇, x, ẋ, t)."""
-        obs = np.empty((self.batch, 5))
-        obs[:, :4] = self.state.T
-        obs[:, 4] = self._k * self.params.dt
+        """(B, observation_size) array: row i is cart i's observation, as the single env's."""
+        theta, theta_dot, x, x_dot = self.state
+        parts = observation_components(theta, theta_dot, x, x_dot, self._k * self.params.dt,
+                                       self.params.observation, np.cos, np.sin)
+        obs = np.empty((self.batch, len(parts)))
+        for i, part in enumerate(parts):
+            obs[:, i] = part
         return obs
 
     def reset(self) -> np.ndarray:
