@@ -78,7 +78,8 @@ def run_and_store(run, out: str) -> Outcome:
 def run_sweep(runs, out: str, jobs: int = 1, executor: Executor | None = None) -> list[Outcome]:
     """Run every unfinished run; `jobs` > 1 uses a process pool unless `executor` is given
     (any concurrent.futures.Executor, e.g. a dask.distributed Client's executor)."""
-    pending = [r for r in runs if not results.is_done(out, r)]
+    # seed by seed (spec order within a seed): an interrupted sweep has seen every cell first
+    pending = sorted((r for r in runs if not results.is_done(out, r)), key=lambda r: r.seed)
     outcomes = []
     # In a terminal the bar redraws in place; redirected to a log (a background sweep) it still
     # reports, once a minute, so `tail` shows progress and an ETA.

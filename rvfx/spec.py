@@ -24,7 +24,7 @@ from rvfx.params import SpecError, build, did_you_mean
 
 SCALES = ("ci", "paper")
 TOP_KEYS = {"experiment", "description", "figures", "env", "agents", "grid", "seeds",
-            "episodes", "stop_at_learning", "log", "scales"}
+            "episodes", "stop_at_learning", "log", "scales", "design"}
 AGENT_KEYS = {"algorithm", "grid", "episodes", "seeds"}
 
 
@@ -199,7 +199,28 @@ def _validate_and_expand(spec: dict, scale: str) -> ExperimentSpec:
                                     _identity_params(env_obj), seed, n_episodes, stop, log,
                                     dict(zip(keys, combo)),
                                     {"agent": dataclasses.asdict(agent_obj), "env": dataclasses.asdict(env_obj)}))
+    _check_design(spec.get("design"), agents, env_fields)
     return ExperimentSpec(name, spec.get("description", ""), figures, scale, runs, spec)
+
+
+def _check_design(design, agents: dict, env_fields) -> None:
+    """An optional `design`: the `factors` (agent.<param> / env.<param>) the agents' settings vary
+    and the `controls` (agent labels) outside the factorial, for the figures that estimate effects."""
+    if design is None:
+        return
+    _expect(isinstance(design, dict), "design", "expected a mapping with 'factors' and 'controls'")
+    _check_keys(design, {"factors", "controls"}, "design")
+    factors, controls = design.get("factors", []), design.get("controls", [])
+    _expect(isinstance(factors, list) and factors, "design.factors", "expected a non-empty list")
+    for i, key in enumerate(factors):
+        scope, _, pname = str(key).partition(".")
+        fields = env_fields if scope == "env" else \
+            {f.name for a in agents.values() for f in dataclasses.fields(AGENTS[a["algorithm"]][1])}
+        _expect(scope in ("env", "agent") and pname in fields, f"design.factors[{i}]",
+                f"expected agent.<param> or env.<param>, got {key!r}")
+    _expect(isinstance(controls, list), "design.controls", "expected a list of agent labels")
+    for i, label in enumerate(controls):
+        _expect(label in agents, f"design.controls[{i}]", f"unknown agent{did_you_mean(str(label), agents)}")
 
 
 def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = ()) -> ExperimentSpec:

@@ -62,3 +62,21 @@ def mean_sem(df: pd.DataFrame, by: list[str], value: str) -> pd.DataFrame:
     out = g.agg(["mean", "std", "count"]).reset_index()
     out["sem"] = out["std"].fillna(0.0) / np.sqrt(out["count"])
     return out
+
+
+def factorial_effects(runs: pd.DataFrame, factors: list[str], cell: str, response: str) -> pd.DataFrame:
+    """Main effects of two-level `factors` (columns of -1/+1) on `response` in a replicated factorial.
+
+    Effect = mean response of the + runs minus of the - runs (balanced designs: the same as over
+    cell means). Its s.e. is 2 s / sqrt(n) with s the pooled within-cell standard deviation over
+    the n runs; an effect is flagged where |effect| > 2 s.e.
+    """
+    resid = runs[response] - runs.groupby(cell)[response].transform("mean")
+    dof = len(runs) - runs[cell].nunique()
+    s = float(np.sqrt((resid ** 2).sum() / dof)) if dof > 0 else float("nan")
+    se = 2.0 * s / np.sqrt(len(runs))
+    rows = []
+    for f in factors:
+        effect = float(runs.loc[runs[f] > 0, response].mean() - runs.loc[runs[f] < 0, response].mean())
+        rows.append({"factor": f, "effect": effect, "se": se, "effect > 2 s.e.": bool(abs(effect) > 2 * se)})
+    return pd.DataFrame(rows)

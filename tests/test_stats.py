@@ -1,5 +1,6 @@
 """Learning-time summaries: eq. 7.1, censored medians, log-log slopes."""
 import numpy as np
+import pandas as pd
 
 from rvfx.live import LearningTime, log_grid
 from rvfx.stats import censored_median, fit_loglog
@@ -44,3 +45,24 @@ def test_sizes_with_a_censored_median_are_reported_not_fitted():
     fit = fit_loglog(sizes, times)
     assert fit.sizes_used == [4.0, 8.0] and fit.sizes_censored == [16.0]
     assert abs(fit.slope - 2.0) < 1e-9
+
+
+def test_factorial_effects_recover_known_main_effects_and_pooled_error():
+    """A 2^3 full factorial, 4 runs per cell: response = 3*A - 1*C + noise of known s.d. 0.5.
+    The effects (twice the coefficients) come back within 3 true s.e. (2 * 0.5 / sqrt(32)), A and C
+    are flagged, and the pooled s.d. is near 0.5 (24 degrees of freedom: relative s.e. ~ 1/sqrt(48)
+    ~ 0.14)."""
+    import itertools
+    from rvfx.stats import factorial_effects
+    rng = np.random.default_rng(0)
+    rows = []
+    for i, (a, b, c) in enumerate(itertools.product((-1, 1), repeat=3)):
+        for _ in range(4):
+            rows.append({"cell": i, "A": a, "B": b, "C": c, "y": 3 * a - c + 0.5 * rng.standard_normal()})
+    df = pd.DataFrame(rows)
+    eff = factorial_effects(df, ["A", "B", "C"], "cell", "y").set_index("factor")
+    true_se = 2 * 0.5 / np.sqrt(32)
+    assert abs(eff["se"].iloc[0] / true_se - 1) < 3 * 0.14
+    for f, true in (("A", 6.0), ("B", 0.0), ("C", -2.0)):
+        assert abs(eff.loc[f, "effect"] - true) < 3 * true_se
+    assert eff.loc["A", "effect > 2 s.e."] and eff.loc["C", "effect > 2 s.e."]
