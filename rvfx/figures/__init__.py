@@ -31,3 +31,4 @@ from rvfx.figures import deepsea_linear  # noqa: E402,F401
 from rvfx.figures import beta_vs_normal, exploration_table, illustrations, regret_bound  # noqa: E402,F401
 from rvfx.figures import cartpole  # noqa: E402,F401
 from rvfx.figures import deepsea_ensemble  # noqa: E402,F401
+from rvfx.figures import cartpole_ablation  # noqa: E402,F401

@@ -1,0 +1,182 @@
+"""The Fig. 17 screen (configs/cartpole_ablation.yaml): every cell's responses, the factors' main
+effects, and the members' value diagnostics over episodes.
+
+The factors and the controls come from the spec's `design` block (saved beside the tables); a
+factor's "-" level is its value in the first cell of the spec, its "+" level the other one. The
+responses are those the spec names: learnt (mean return >= LEARNT_RETURN over the last 10% of
+episodes), rewarded episodes (upright steps > 0), the mean return over the last 10%, and the
+over-estimation (Q minus the discounted return) at the last diagnostic point.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rvfx.figures import register
+from rvfx.figures.cartpole import LAST_FRACTION, LEARNT_RETURN, reached
+from rvfx.figures.common import plt, save, write_table
+from rvfx.results import load_spec_value, load_table
+from rvfx.stats import factorial_effects, mean_sem
+
+EXPERIMENT = "cartpole_ablation"
+RESPONSES = {"rewarded_episodes": "rewarded episodes", "final_return": "mean return, last 10%",
+             "overestimation": "over-estimation, last diagnostic"}
+
+
+def design(results, experiment: str) -> tuple[list[str], list[str], dict]:
+    """(factors, controls, agents' resolved settings) from the spec saved beside the tables."""
+    d = load_spec_value(results, experiment, ("design",)) or {}
+    return list(d.get("factors", [])), list(d.get("controls", [])), load_spec_value(results, experiment, ("agents",))
+
+
+def per_run(results, experiment: str) -> pd.DataFrame:
+    """One row per run: its cell (agent), factor values, and the responses."""
+    factors, controls, agents = design(results, experiment)
+    eps = load_table(results, experiment, "episodes")
+    last = int(eps["episode"].max())
+    tail_from = last - max(1, int(round(LAST_FRACTION * last))) + 1
+    by = eps.assign(_reached=reached(eps)).groupby("run_id", sort=False)
+    runs = by.agg(agent=("agent", "first"), seed=("seed", "first"), rewarded_episodes=("_reached", "sum"))
+    runs["final_return"] = eps[eps["episode"] >= tail_from].groupby("run_id")["return"].mean()
+    runs["learnt"] = runs["final_return"] >= LEARNT_RETURN
+    diag = load_table(results, experiment, "diagnostics")
+    over = diag[diag["metric"] == "overestimation"]
+    over = over[over["episode"] == over.groupby("run_id")["episode"].transform("max")]
+    runs["overestimation"] = over.groupby("run_id")["value"].mean()
+    runs["flip_rate"] = diag[diag["metric"] == "flip_rate"].groupby("run_id")["value"].mean()
+    first = by.first()
+    for key in factors:
+        scope, _, name = key.partition(".")
+        runs[key] = first[key] if key in first else [agents[a].get(name) for a in runs["agent"]]
+    runs["control"] = runs["agent"].isin(controls)
+    return runs.reset_index()
+
+
+def signs(runs: pd.DataFrame, factors: list[str]) -> tuple[pd.DataFrame, dict]:
+    """Factor columns coded -1/+1 over the design cells, and each factor's (-, +) levels."""
+    cells = runs[~runs["control"]]
+    levels = {f: list(dict.fromkeys(cells[f])) for f in factors}
+    bad = [f for f, lv in levels.items() if len(lv) != 2]
+    if bad:
+        raise ValueError(f"factors without exactly two levels in the design cells: {bad}")
+    coded = cells.assign(**{f: np.where(cells[f] == levels[f][0], -1, 1) for f in factors})
+    return coded, levels
+
+
+def _pm(df: pd.DataFrame, col: str, fmt: str = ".2f") -> pd.Series:
+    s = mean_sem(df, ["agent"], col).set_index("agent")
+    return s["mean"].map(lambda v: f"{v:{fmt}}") + " ± " + s["sem"].map(lambda v: f"{v:{fmt}}")
+
+
+def cell_table(runs: pd.DataFrame, coded: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
+    """Every cell (and control) with its signs, seeds and responses, mean ± s.e.m. over seeds."""
+    order = list(dict.fromkeys(runs["agent"]))
+    sign = coded.groupby("agent")[factors].first().reindex(order)
+    g = runs.groupby("agent", sort=False)
+    table = pd.DataFrame({
+        "cell": order,
+        "signs " + "".join(chr(65 + i) for i in range(len(factors))):
+            ["control" if any(pd.isna(v) for v in r) else "".join("+" if v > 0 else "-" for v in r)
+             for r in sign.itertuples(index=False)],
+        "seeds": g.size().reindex(order).to_numpy(),
+        f"learnt (mean return >= {LEARNT_RETURN:g}, last 10%)":
+            (g["learnt"].sum().astype(int).astype(str) + "/" + g.size().astype(str)).reindex(order).to_numpy(),
+    })
+    for col, label in RESPONSES.items():
+        table[label + " (mean ± s.e.m.)"] = _pm(runs, col, ".1f" if col == "rewarded_episodes" else ".2f"
+                                               ).reindex(order).to_numpy()
+    table["flip rate per SGD step"] = runs.groupby("agent")["flip_rate"].mean().reindex(order).map(
+        lambda v: f"{v:.4f}").to_numpy()
+    return table
+
+
+def effects_table(coded: pd.DataFrame, factors: list[str], levels: dict) -> pd.DataFrame:
+    rows = {f: {"factor": f"{chr(65 + i)} {f}", "levels (- / +)": f"{levels[f][0]} / {levels[f][1]}"}
+            for i, f in enumerate(factors)}
+    for col, label in RESPONSES.items():
+        eff = factorial_effects(coded.dropna(subset=[col]), factors, "agent", col).set_index("factor")
+        for f in factors:
+            e = eff.loc[f]
+            rows[f][f"{label}: effect ± s.e."] = f"{e['effect']:.2f} ± {e['se']:.2f}"
+            rows[f][f"{label}: > 2 s.e."] = "yes" if e["effect > 2 s.e."] else "no"
+    return pd.DataFrame(rows.values())
+
+
+def _effect_panel(ax, coded, factors, col, label):
+    eff = factorial_effects(coded.dropna(subset=[col]), factors, "agent", col)
+    y = np.arange(len(factors))[::-1]
+    ax.errorbar(eff["effect"], y, xerr=2 * eff["se"], fmt="o", capsize=3)
+    ax.axvline(0.0, color="0.5", lw=0.8, ls=":")
+    ax.set_yticks(y, [f"{chr(65 + i)} {f.split('.', 1)[1]}" for i, f in enumerate(factors)], fontsize=7)
+    ax.set_xlabel(f"main effect on {label} (+ minus -), ± 2 s.e.")
+
+
+def _cell_panel(ax, runs, col, label):
+    order = list(dict.fromkeys(runs["agent"]))
+    x = {a: i for i, a in enumerate(order)}
+    colour = np.where(runs["control"], "C3", "C0")
+    ax.scatter(runs["agent"].map(x), runs[col], s=12, c=colour, alpha=0.7)
+    means = runs.groupby("agent")[col].mean().reindex(order)
+    ax.scatter(range(len(order)), means, marker="_", s=200, color="k")
+    ax.set_xticks(range(len(order)), order, rotation=90, fontsize=7)
+    ax.set_ylabel(label)
+
+
+@register("cartpole_ablation", [EXPERIMENT],
+          "Fig. 17 screen: a 2^(7-3) resolution-IV fraction of seven factors of ensemble RLSVI on cartpole "
+          "swing-up plus bsuite's settings as a control; each run's responses and the factors' main effects")
+def fig_ablation(results, out):
+    factors, _, _ = design(results, EXPERIMENT)
+    runs = per_run(results, EXPERIMENT)
+    coded, levels = signs(runs, factors)
+    seeds = runs.groupby("agent").size()
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    _cell_panel(axes[0, 0], runs, "rewarded_episodes", "rewarded episodes per run")
+    _cell_panel(axes[0, 1], runs, "final_return", "mean return, last 10% of episodes")
+    axes[0, 1].axhline(LEARNT_RETURN, color="C2", lw=0.8, ls="--", label=f"learnt: >= {LEARNT_RETURN:g}")
+    axes[0, 1].legend(fontsize=7)
+    _effect_panel(axes[1, 0], coded, factors, "rewarded_episodes", "rewarded episodes")
+    _effect_panel(axes[1, 1], coded, factors, "final_return", "final return")
+    per_cell = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+    fig.suptitle(f"Cartpole swing-up, Fig. 17 screen: dots are runs ({per_cell} seeds per cell), bars cell "
+                 f"means; red: control. Effects over the {coded['agent'].nunique()} design cells")
+    fig.tight_layout()
+    return (save(fig, out, "cartpole_ablation")
+            + write_table(cell_table(runs, coded, factors), out, "cartpole_ablation_cells")
+            + write_table(effects_table(coded, factors, levels), out, "cartpole_ablation_effects"))
+
+
+@register("cartpole_diagnostics", [EXPERIMENT],
+          "Fig. 17 screen diagnostics: over-estimation of Q, the ensemble's spread and values on probe "
+          "states, and the greedy-action flip rate per SGD step, over episodes, per cell")
+def fig_diagnostics(results, out):
+    diag = load_table(results, EXPERIMENT, "diagnostics")
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    panels = [(axes[0, 0], "overestimation", "Q(s, a) - discounted return\n(last 10^4 transitions, mean over members)"),
+              (axes[1, 1], "flip_rate", "greedy-action flips per SGD step\n(live weights, mean over members)")]
+    for ax, metric, ylabel in panels:
+        d = diag[diag["metric"] == metric].groupby(["agent", "episode"], sort=False)["value"].mean().reset_index()
+        for i, (agent, g) in enumerate(d.groupby("agent", sort=False)):
+            ax.plot(g["episode"], g["value"], lw=0.9, marker="o", ms=2, color=f"C{i % 10}",
+                    ls="-" if i < 10 else "--", label=agent)
+        ax.set_xlabel("episode")
+        ax.set_ylabel(ylabel)
+    axes[0, 0].axhline(0.0, color="0.5", lw=0.8, ls=":")
+    axes[0, 0].legend(fontsize=6, ncol=3)
+    q = diag[diag["metric"] == "q_max"]
+    probe_kind = np.where(q["probe"].str.startswith("reference_"), "reference swing-up states", q["probe"])
+    q = q.assign(kind=probe_kind)
+    spread = q.groupby(["agent", "seed", "episode", "probe", "kind"])["value"].std().reset_index()
+    for kind, g in spread.groupby("kind"):
+        s = g.groupby("episode")["value"].mean()
+        axes[0, 1].plot(s.index, s.values, marker="o", ms=2, label=kind)
+        m = q[q["kind"] == kind].groupby("episode")["value"].mean()
+        axes[1, 0].plot(m.index, m.values, marker="o", ms=2, label=kind)
+    axes[0, 1].set_ylabel("s.d. over members of max_a Q\n(mean over cells, seeds, probes)")
+    axes[1, 0].set_ylabel("max_a Q on probe states\n(mean over cells, seeds, members)")
+    for ax in (axes[0, 1], axes[1, 0]):
+        ax.set_xlabel("episode")
+        ax.legend(fontsize=7)
+    fig.suptitle("Cartpole swing-up, Fig. 17 screen: what the ensemble's members believe")
+    fig.tight_layout()
+    return save(fig, out, "cartpole_diagnostics")

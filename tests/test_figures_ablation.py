@@ -1,0 +1,66 @@
+"""The Fig. 17 screen's figure on hand-made tables: per-run responses, cell table and main effects."""
+import itertools
+
+import pandas as pd
+import yaml
+
+from rvfx.figures import FIGURES
+from rvfx.figures.cartpole_ablation import per_run, signs
+from cli_helpers import assert_png
+
+FACTORS = ["agent.sgd_period", "agent.prior_scale", "env.observation"]
+
+
+def make_results(root):
+    """A 2^3 factorial, 2 seeds per cell, 10 episodes per run, and a control. Rewarded episodes:
+    5 at sgd_period 1, else 1, plus 1 for seed 0; returns -1 except 200 on rewarded episodes of
+    the control (which therefore learns). Over-estimation = 3 * prior_scale."""
+    exp = root / "cartpole_ablation"
+    exp.mkdir(parents=True)
+    agents, eps, diag = {}, [], []
+    cells = list(itertools.product((4, 1), (1.0, 3.0), ("raw", "trig")))
+    for i, (period, beta, obs) in enumerate(cells + [(1, 3.0, "trig_indicators")]):
+        label = f"c{i + 1:02d}" if i < len(cells) else "ctl"
+        agents[label] = {"algorithm": "ensemble_rlsvi", "sgd_period": period, "prior_scale": beta}
+        for seed in (0, 1):
+            run = f"{label}-{seed}"
+            hits = (5 if period == 1 else 1) + (seed == 0)
+            for e in range(1, 11):
+                hit = e > 10 - hits
+                ret = 200.0 if hit and label == "ctl" else -1.0
+                eps.append({"run_id": run, "agent": label, "seed": seed, "env.observation": obs,
+                            "episode": e, "return": ret, "upright_steps": int(hit)})
+            for member in (0, 1):
+                diag.append({"run_id": run, "agent": label, "seed": seed, "episode": 6, "metric": "overestimation",
+                             "probe": "", "member": member, "value": 3.0 * beta})
+                diag.append({"run_id": run, "agent": label, "seed": seed, "episode": 6, "metric": "flip_rate",
+                             "probe": "", "member": member, "value": 0.01})
+                diag.append({"run_id": run, "agent": label, "seed": seed, "episode": 6, "metric": "q_max",
+                             "probe": "hanging", "member": member, "value": float(member)})
+    pd.DataFrame(eps).to_csv(exp / "episodes.csv", index=False)
+    pd.DataFrame(diag).to_csv(exp / "diagnostics.csv", index=False)
+    spec = {"experiment": "cartpole_ablation", "env": {"name": "cartpole_swingup"}, "agents": agents,
+            "design": {"factors": FACTORS, "controls": ["ctl"]}}
+    (exp / "spec.yaml").write_text(yaml.safe_dump(spec))
+
+
+def test_screen_responses_effects_and_figures(tmp_path):
+    make_results(tmp_path / "res")
+    runs = per_run(tmp_path / "res", "cartpole_ablation")
+    assert len(runs) == 18 and runs["control"].sum() == 2
+    assert runs.loc[runs["agent"] == "ctl", "learnt"].all() and not runs.loc[~runs["control"], "learnt"].any()
+    coded, levels = signs(runs, FACTORS)
+    assert levels == {"agent.sgd_period": [4, 1], "agent.prior_scale": [1.0, 3.0], "env.observation": ["raw", "trig"]}
+    paths = FIGURES["cartpole_ablation"].draw(tmp_path / "res", tmp_path / "out")
+    FIGURES["cartpole_diagnostics"].draw(tmp_path / "res", tmp_path / "out")
+    assert_png(tmp_path / "out" / "cartpole_ablation.png")
+    assert_png(tmp_path / "out" / "cartpole_diagnostics.png")
+    effects = pd.read_csv(tmp_path / "out" / "cartpole_ablation_effects.csv").set_index("factor")
+    assert effects.loc["A agent.sgd_period", "rewarded episodes: effect ± s.e."].startswith("4.00 ±")
+    assert effects.loc["A agent.sgd_period", "rewarded episodes: > 2 s.e."] == "yes"
+    assert effects.loc["C env.observation", "rewarded episodes: > 2 s.e."] == "no"
+    assert effects.loc["B agent.prior_scale", "over-estimation, last diagnostic: effect ± s.e."].startswith("6.00")
+    cells = pd.read_csv(tmp_path / "out" / "cartpole_ablation_cells.csv")
+    assert list(cells["cell"]) == [f"c{i:02d}" for i in range(1, 9)] + ["ctl"]
+    assert list(cells["signs ABC"])[:2] == ["---", "--+"] and cells["signs ABC"].iloc[-1] == "control"
+    assert any(str(p).endswith("cartpole_ablation_effects.md") for p in paths)
