@@ -101,3 +101,16 @@ def test_probe_states(kind, width):
     if kind == "trig_indicators":
         np.testing.assert_array_equal(probes["upright_spinning"][6:], [1.0, 0.0])
         np.testing.assert_array_equal(probes["upright_still"][6:], [1.0, 1.0])
+
+
+def test_reference_agent_runs_through_live_whatever_the_observation():
+    """The registry's cartpole_reference agent acts on the true state: >= 800 per episode, the same
+    returns with raw and trig observations."""
+    from rvfx.agents import AGENTS, make_agent
+    from rvfx.live import live
+    returns = {}
+    for obs in ("raw", "trig"):
+        env = CartpoleSwingUp(CartpoleSwingUpParams(observation=obs), np.random.default_rng(7))
+        agent = make_agent("cartpole_reference", AGENTS["cartpole_reference"][1](), env, None)
+        returns[obs] = [row["return"] for row in live(agent, env, 2, log_every="all")["episodes"]]
+    assert returns["raw"] == returns["trig"] and min(returns["raw"]) >= 800

@@ -28,7 +28,8 @@ def make_results(root):
             for e in range(1, 11):
                 hit = e > 10 - hits
                 ret = 200.0 if hit and label == "ctl" else -1.0
-                eps.append({"run_id": run, "agent": label, "seed": seed, "env.observation": obs,
+                eps.append({"run_id": run, "agent": label, "algorithm": "ensemble_rlsvi", "seed": seed,
+                            "env.observation": obs,
                             "episode": e, "return": ret, "upright_steps": int(hit)})
             for member in (0, 1):
                 diag.append({"run_id": run, "agent": label, "seed": seed, "episode": 6, "metric": "overestimation",
@@ -37,17 +38,20 @@ def make_results(root):
                              "probe": "", "member": member, "value": 0.01})
                 diag.append({"run_id": run, "agent": label, "seed": seed, "episode": 6, "metric": "q_max",
                              "probe": "hanging", "member": member, "value": float(member)})
+    eps += [{"run_id": "ref-0", "agent": "reference", "algorithm": "cartpole_reference", "seed": 0,
+             "env.observation": "raw", "episode": e, "return": 830.0, "upright_steps": 800} for e in range(1, 11)]
+    agents["reference"] = {"algorithm": "cartpole_reference"}
     pd.DataFrame(eps).to_csv(exp / "episodes.csv", index=False)
     pd.DataFrame(diag).to_csv(exp / "diagnostics.csv", index=False)
     spec = {"experiment": "cartpole_ablation", "env": {"name": "cartpole_swingup"}, "agents": agents,
-            "design": {"factors": FACTORS, "controls": ["ctl"]}}
+            "design": {"factors": FACTORS, "controls": ["ctl", "reference"]}}
     (exp / "spec.yaml").write_text(yaml.safe_dump(spec))
 
 
 def test_screen_responses_effects_and_figures(tmp_path):
     make_results(tmp_path / "res")
     runs = per_run(tmp_path / "res", "cartpole_ablation")
-    assert len(runs) == 18 and runs["control"].sum() == 2
+    assert len(runs) == 19 and runs["control"].sum() == 3 and runs["reference"].sum() == 1
     assert runs.loc[runs["agent"] == "ctl", "learnt"].all() and not runs.loc[~runs["control"], "learnt"].any()
     coded, levels = signs(runs, FACTORS)
     assert levels == {"agent.sgd_period": [4, 1], "agent.prior_scale": [1.0, 3.0], "env.observation": ["raw", "trig"]}
@@ -61,6 +65,6 @@ def test_screen_responses_effects_and_figures(tmp_path):
     assert effects.loc["C env.observation", "rewarded episodes: > 2 s.e."] == "no"
     assert effects.loc["B agent.prior_scale", "over-estimation, last diagnostic: effect ± s.e."].startswith("6.00")
     cells = pd.read_csv(tmp_path / "out" / "cartpole_ablation_cells.csv")
-    assert list(cells["cell"]) == [f"c{i:02d}" for i in range(1, 9)] + ["ctl"]
+    assert list(cells["cell"]) == [f"c{i:02d}" for i in range(1, 9)] + ["ctl", "reference"]
     assert list(cells["signs ABC"])[:2] == ["---", "--+"] and cells["signs ABC"].iloc[-1] == "control"
     assert any(str(p).endswith("cartpole_ablation_effects.md") for p in paths)

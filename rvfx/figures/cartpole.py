@@ -37,6 +37,8 @@ def _describe(results, experiment: str, agent: str, row: dict) -> str:
     """A short legend label from the agent's resolved parameters and its swept values."""
     p = dict(load_spec_value(results, experiment, ("agents", agent)) or {})
     p.update({k.split(".", 1)[1]: v for k, v in row.items() if k.startswith("agent.")})
+    if p.get("algorithm") == "cartpole_reference":
+        return "reference controller (energy pumping + LQR, not a learner)"
     if p.get("algorithm") == "dqn":
         return f"DQN, ε 1→0 over {int(p.get('epsilon_anneal_episodes', 100))} episodes"
     h1, h2 = int(p.get("hidden1", 50)), int(p.get("hidden2", 50))
@@ -47,7 +49,7 @@ def _describe(results, experiment: str, agent: str, row: dict) -> str:
 def _groups(results, experiment: str, eps: pd.DataFrame):
     """(label, rows) per agent and swept setting, in spec order."""
     keys = ["agent", *_swept(eps)]
-    for values, g in eps.groupby(keys, sort=False):
+    for values, g in eps.groupby(keys, sort=False, dropna=False):   # an agent without a swept key too
         values = values if isinstance(values, tuple) else (values,)
         row = dict(zip(keys, values))
         yield _describe(results, experiment, row["agent"], row), g

@@ -19,6 +19,7 @@ from rvfx.results import load_spec_value, load_table
 from rvfx.stats import factorial_effects, mean_sem
 
 EXPERIMENT = "cartpole_ablation"
+REFERENCE = "cartpole_reference"   # the reference controller's runs: an upper line, not a cell
 RESPONSES = {"rewarded_episodes": "rewarded episodes", "final_return": "mean return, last 10%",
              "overestimation": "over-estimation, last diagnostic"}
 
@@ -36,7 +37,8 @@ def per_run(results, experiment: str) -> pd.DataFrame:
     last = int(eps["episode"].max())
     tail_from = last - max(1, int(round(LAST_FRACTION * last))) + 1
     by = eps.assign(_reached=reached(eps)).groupby("run_id", sort=False)
-    runs = by.agg(agent=("agent", "first"), seed=("seed", "first"), rewarded_episodes=("_reached", "sum"))
+    runs = by.agg(agent=("agent", "first"), algorithm=("algorithm", "first"), seed=("seed", "first"),
+                  rewarded_episodes=("_reached", "sum"))
     runs["final_return"] = eps[eps["episode"] >= tail_from].groupby("run_id")["return"].mean()
     runs["learnt"] = runs["final_return"] >= LEARNT_RETURN
     diag = load_table(results, experiment, "diagnostics")
@@ -44,6 +46,7 @@ def per_run(results, experiment: str) -> pd.DataFrame:
     over = over[over["episode"] == over.groupby("run_id")["episode"].transform("max")]
     runs["overestimation"] = over.groupby("run_id")["value"].mean()
     runs["flip_rate"] = diag[diag["metric"] == "flip_rate"].groupby("run_id")["value"].mean()
+    runs["reference"] = runs["algorithm"] == REFERENCE
     first = by.first()
     for key in factors:
         scope, _, name = key.partition(".")
@@ -129,11 +132,15 @@ def fig_ablation(results, out):
     factors, _, _ = design(results, EXPERIMENT)
     runs = per_run(results, EXPERIMENT)
     coded, levels = signs(runs, factors)
-    seeds = runs.groupby("agent").size()
+    learners = runs[~runs["reference"]]
+    seeds = learners.groupby("agent").size()
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    _cell_panel(axes[0, 0], runs, "rewarded_episodes", "rewarded episodes per run")
-    _cell_panel(axes[0, 1], runs, "final_return", "mean return, last 10% of episodes")
+    _cell_panel(axes[0, 0], learners, "rewarded_episodes", "rewarded episodes per run")
+    _cell_panel(axes[0, 1], learners, "final_return", "mean return, last 10% of episodes")
     axes[0, 1].axhline(LEARNT_RETURN, color="C2", lw=0.8, ls="--", label=f"learnt: >= {LEARNT_RETURN:g}")
+    if runs["reference"].any():
+        axes[0, 1].axhline(runs.loc[runs["reference"], "final_return"].mean(), color="C1", lw=0.8,
+                           label="reference controller (energy pumping + LQR)")
     axes[0, 1].legend(fontsize=7)
     _effect_panel(axes[1, 0], coded, factors, "rewarded_episodes", "rewarded episodes")
     _effect_panel(axes[1, 1], coded, factors, "final_return", "final return")
