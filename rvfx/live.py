@@ -8,12 +8,22 @@ import numpy as np
 
 
 class Transition(NamedTuple):
-    """(s_t, a_t, r_t, s'_t, t) as in Section 5.1; new_state None ends the episode."""
+    """(s_t, a_t, r_t, s'_t, t) as in Section 5.1.
+
+    The episode ends at a terminal state, new_state None (nothing to bootstrap from), or by
+    truncation: `truncated` with the real next state in new_state, e.g. a time limit that the
+    state does not show, after which a value estimate may still bootstrap from new_state.
+    """
     old_state: Any
     action: Any
     reward: float
     new_state: Any
     timestep: int
+    truncated: bool = False
+
+    @property
+    def ends_episode(self) -> bool:
+        return self.new_state is None or self.truncated
 
 
 def log_grid(num_episodes: int, per_decade: int = 30) -> np.ndarray:
@@ -59,7 +69,7 @@ def live(agent, environment, num_episodes: int, log_every: str = "log",
         agent.learn_from_buffer()
         transition = environment.reset()
         episode_return = 0.0
-        while transition.new_state is not None:
+        while not transition.ends_episode:
             action = agent.act(transition.new_state)
             transition = environment.step(action)
             agent.update_buffer(transition)

@@ -138,3 +138,37 @@ def test_diagnostics_change_no_result_and_report_every_quantity():
     assert (table.groupby(["episode", "metric"]).size() == 3).all()  # one row per member
     flips = table[table["metric"] == "flip_rate"]
     assert ((flips["value"] >= 0) & (flips["value"] <= 1 / 25)).all()
+
+
+class TruncatingEnv:
+    """Episodes of 3 steps ended by a time limit the observation does not show (truncated, with a
+    real next state) when `truncate`, else by a terminal state (new_state None)."""
+    observation_size, num_actions, optimal_return = 2, 2, None
+
+    def __init__(self, truncate: bool):
+        self.truncate = truncate
+
+    def reset(self):
+        from rvfx.live import Transition
+        self.t = 0
+        return Transition(None, None, 0.0, np.zeros(2), 0)
+
+    def step(self, action):
+        from rvfx.live import Transition
+        self.t += 1
+        obs = np.array([float(self.t), float(action)])
+        if self.t == 3:
+            return Transition(np.zeros(2), action, 1.0, obs if self.truncate else None, 2, truncated=self.truncate)
+        return Transition(np.zeros(2), action, 0.0, obs, self.t - 1)
+
+
+@pytest.mark.parametrize("truncate", [True, False])
+def test_a_truncated_episode_ends_but_its_last_transition_bootstraps(truncate):
+    env = TruncatingEnv(truncate)
+    agent = make_ensemble_agent(EnsembleParams(K=2, hidden1=4, hidden2=0, min_replay=100), env,
+                                np.random.default_rng(0))
+    rows = live(agent, env, 4, log_every="all")["episodes"]
+    assert [r["return"] for r in rows] == [1.0] * 4                  # every episode ends after 3 steps
+    last_steps = agent.buffer.discount[2:12:3]
+    np.testing.assert_array_equal(last_steps, np.full(4, 0.99 if truncate else 0.0, np.float32))
+    np.testing.assert_array_equal(agent.buffer.next_code[2][0], 3.0 if truncate else 0.0)
