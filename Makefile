@@ -1,4 +1,5 @@
-# rvfx: `make reproduce` runs every spec at SCALE and draws every figure; `make test` runs the tests.
+# rvfx: `make reproduce` runs every spec at SCALE, draws every figure and tests the paper's claims
+# (report.md, report.html; verdicts, never a failure); `make test` runs the tests.
 SCALE ?= ci
 JOBS ?= 2
 OUT ?= results
@@ -8,7 +9,7 @@ VENV := .venv
 RVFX := $(VENV)/bin/rvfx
 SPECS := $(sort $(wildcard configs/*.yaml))
 
-.PHONY: install reproduce run plot test bench clean
+.PHONY: install reproduce run plot report test bench clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +25,10 @@ run: install
 plot: install
 	$(RVFX) plot --results $(OUT) --out $(FIGS)
 
-reproduce: run plot
+report: install
+	$(RVFX) report --results $(OUT) --out $(FIGS)
+
+reproduce: run plot report
 
 test: install
 	$(VENV)/bin/pytest -q
@@ -33,4 +37,4 @@ bench: install
 	$(VENV)/bin/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(OUT)/*/ $(FIGS)/*.png $(FIGS)/*.pdf $(FIGS)/*.csv $(FIGS)/*.md
+	rm -rf $(OUT)/*/ $(FIGS)/*.png $(FIGS)/*.pdf $(FIGS)/*.csv $(FIGS)/*.md $(FIGS)/*.html

@@ -126,6 +126,42 @@ def plot(figures, results_dir, out):
         sys.exit(1)
 
 
+@main.command()
+@click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), default="figures", show_default=True,
+              help="where report.md and report.html go, beside the figures they show")
+@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default="claims.yaml", show_default=True)
+@click.option("--readme", type=click.Path(dir_okay=False), default=None,
+              help="also fill (with --check: compare) the blocks <!-- report:begin ID --> ... <!-- report:end -->")
+@click.option("--strict", is_flag=True, help="exit 1 unless every claim holds on complete results")
+@click.option("--check", is_flag=True, help="write nothing; exit 1 where the report files or README blocks "
+                                            "differ from the results")
+def report(results_dir, out, claims_path, readme, strict, check):
+    """Test every claim of claims.yaml on the result tables: verdicts in OUT/report.md and OUT/report.html."""
+    from rvfx import report as rep
+    readme_path = Path(readme) if readme else None
+    try:
+        registry = rep.load_registry(claims_path)
+        outcomes = rep.evaluate(registry, Path(results_dir))
+        if check:
+            problems = rep.check_files(registry, outcomes, Path(out), readme_path)
+        else:
+            problems = []
+            click.echo("report: " + ", ".join(str(p) for p in rep.write_files(registry, outcomes, Path(out),
+                                                                                readme_path)))
+    except rep.RegistryError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(2)
+    for line in problems:
+        click.echo(line, err=True)
+    click.echo(rep.summary_line(outcomes))
+    failing = [o for o in outcomes if o.verdict != "holds"] if strict else []
+    for o in failing:
+        click.echo(f"  {o.claim['id']}: {o.verdict}" + (f" ({o.problem})" if o.problem else ""), err=True)
+    if problems or failing:
+        sys.exit(1)
+
+
 @main.command("list")
 def list_():
     """Show experiments (configs/), figures, agents and environments with their parameters."""

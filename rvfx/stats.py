@@ -80,3 +80,39 @@ def factorial_effects(runs: pd.DataFrame, factors: list[str], cell: str, respons
         effect = float(runs.loc[runs[f] > 0, response].mean() - runs.loc[runs[f] < 0, response].mean())
         rows.append({"factor": f, "effect": effect, "se": se, "effect > 2 s.e.": bool(abs(effect) > 2 * se)})
     return pd.DataFrame(rows)
+
+
+def bootstrap_ci(samples: list, statistic, n_boot: int = 2000, seed: int = 0,
+                 level: float = 0.95) -> tuple[float, float, float]:
+    """statistic(samples) and its bootstrap percentile CI, resampling each array of `samples` (the runs
+    of one size or setting) with replacement on its own. Replicates where the statistic is NaN (a
+    censored median) are dropped, as in fit_loglog; the CI ends are replicate values (inverted CDF),
+    so a statistic taking few values (a grid point, +inf) keeps them."""
+    samples = [np.asarray(s) for s in samples]
+    rng = np.random.default_rng(seed)
+    boots = np.array([statistic([s[rng.integers(0, len(s), len(s))] for s in samples]) for _ in range(n_boot)],
+                     float)
+    boots = boots[~np.isnan(boots)]
+    a = (1 - level) / 2
+    lo, hi = np.quantile(boots, [a, 1 - a], method="inverted_cdf") if len(boots) else (np.nan, np.nan)
+    return float(statistic(samples)), float(lo), float(hi)
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) CI of a binomial fraction k/n."""
+    from scipy.stats import beta
+    a = (1 - level) / 2
+    lo = float(beta.ppf(a, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(beta.ppf(1 - a, k + 1, n - k)) if k < n else 1.0
+    return lo, hi
+
+
+def fit_exponential(sizes: np.ndarray, times: np.ndarray, n_boot: int = 2000, seed: int = 0,
+                    level: float = 0.95) -> SlopeFit:
+    """log2 of the per-step growth factor b of median learning time ~ b^N (1 for Θ(2^N)), with
+    fit_loglog's censoring and bootstrap CI: fit_loglog on e^N regresses log(median) on N, and
+    dividing by log 2 turns log b into log2 b."""
+    fit = fit_loglog(np.exp(np.asarray(sizes, float)), times, n_boot, seed, level)
+    ln2 = np.log(2.0)
+    return SlopeFit(float(fit.slope / ln2), float(fit.lo / ln2), float(fit.hi / ln2), fit.intercept,
+                    np.log(fit.sizes_used).tolist(), np.log(fit.sizes_censored).tolist())

@@ -1,0 +1,354 @@
+"""`rvfx report`: each verdict rule on hand-made tables (holds, differs, inconclusive), the claims
+registry against the figure registry, a report of a tiny run, and --check against hand edits."""
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from rvfx.cli import main
+from rvfx.figures import FIGURES
+from rvfx.report import (Estimate, RegistryError, combine, evaluate_claim, load_registry, order_verdict,
+                         readme_blocks, rule_verdict)
+from cli_helpers import CONFIGS, invoke
+
+CLAIMS = CONFIGS.parent / "claims.yaml"
+RULES = load_registry(CLAIMS)["rules"]
+
+
+def judge(tmp_path: Path, runs: pd.DataFrame, statistic: dict, rule: dict, **extra):
+    """The outcome of a claim on `runs`, written as RESULTS/exp/runs.csv beside a minimal spec."""
+    exp = tmp_path / "exp"
+    exp.mkdir(exist_ok=True)
+    runs.to_csv(exp / "runs.csv", index=False)
+    (exp / "spec.yaml").write_text("env: {name: deep_sea, size: 20}\n")
+    claim = {"id": "t", "figure": "f", "paper": "p", "words": "w", "experiment": "exp",
+             "statistic": statistic, "rule": rule, **extra}
+    return evaluate_claim(claim, RULES, tmp_path)
+
+
+def scaling(growth, sizes=(5, 10, 20, 40), seeds=10, spread=0.05, seed=0, agent="a") -> pd.DataFrame:
+    """Runs whose learning time is growth(N) times a log-normal factor of s.d. `spread`."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([{"run_id": f"{agent}{n}-{s}", "agent": agent, "seed": s, "env.size": n,
+                          "learning_time": max(2, round(growth(n) * math.exp(rng.normal(0, spread)))),
+                          "censored": False} for n in sizes for s in range(seeds)])
+
+
+def learnt(k: int, n: int, **columns) -> pd.DataFrame:
+    return pd.DataFrame({"run_id": [f"r{i}" for i in range(n)], "censored": [i >= k for i in range(n)],
+                         **columns})
+
+
+def values(groups: dict, spread: float, n: int = 10, column="final_cum_regret", key="agent") -> pd.DataFrame:
+    """n runs per group with `column` = the group's value times 1 + `spread` x U(-1, 1)."""
+    rng = np.random.default_rng(1)
+    return pd.DataFrame([{"run_id": f"{g}-{i}", key: g, column: v * (1 + spread * rng.uniform(-1, 1))}
+                         for g, v in groups.items() for i in range(n)])
+
+
+# ----------------------------------------------------------------------------- each rule
+
+SLOPE = {"kind": "slope", "x": "env.size"}
+
+
+def test_about_holds_near_the_target_differs_away_from_it_and_is_inconclusive_when_the_ci_is_wide(tmp_path):
+    rule = {"kind": "about", "target": 2}
+    assert judge(tmp_path, scaling(lambda n: 3 * n ** 2.2), SLOPE, rule).verdict == "holds"
+    assert judge(tmp_path, scaling(lambda n: 3 * n ** 3.5), SLOPE, rule).verdict == "differs"
+    wide = judge(tmp_path, scaling(lambda n: 30 * n ** 2, sizes=(5, 6), seeds=3, spread=1.0), SLOPE, rule)
+    assert wide.verdict == "inconclusive" and "wider" in wide.rows[0].why
+
+
+def test_about_on_exponential_growth_reads_log2_of_the_growth_factor(tmp_path):
+    rule = {"kind": "about", "target": 1}
+    exp_slope = {**SLOPE, "growth": "exponential"}
+    assert judge(tmp_path, scaling(lambda n: 2.0 ** n, sizes=(3, 5, 7, 9)), exp_slope, rule).verdict == "holds"
+    assert judge(tmp_path, scaling(lambda n: 10.0 ** n, sizes=(3, 4, 5)), exp_slope, rule).verdict == "differs"
+    # polynomial growth N^1 is "about 1" as a slope, not as 2^N
+    linear = scaling(lambda n: 2 * n, sizes=(5, 10, 20, 40, 80))
+    assert judge(tmp_path, linear, SLOPE, rule).verdict == "holds"
+    assert judge(tmp_path, linear, exp_slope, rule).verdict == "differs"
+
+
+def test_below_needs_the_ci_below_target_minus_a_half(tmp_path):
+    rule = {"kind": "below", "target": 5}
+    assert judge(tmp_path, scaling(lambda n: n ** 3), SLOPE, rule).verdict == "holds"
+    assert judge(tmp_path, scaling(lambda n: n ** 5), SLOPE, rule).verdict == "differs"
+    wide = judge(tmp_path, scaling(lambda n: 30 * n ** 4.5, sizes=(5, 6), seeds=3, spread=1.0), SLOPE, rule)
+    assert wide.verdict == "inconclusive"
+
+
+def test_at_most_on_a_ratio_allows_a_factor_sqrt2(tmp_path):
+    stat = {"kind": "ratio", "column": "final_cum_regret", "numerator": {"agent.lam": "max"},
+            "reference": "`agent.lam` == 100"}
+    rule = {"kind": "at_most", "target": 1}
+
+    def runs(mean_at_max, spread):
+        return pd.concat([values({100: 500}, 0.05, key="agent.lam"),
+                          values({10000: mean_at_max}, spread, key="agent.lam")], ignore_index=True)
+    assert judge(tmp_path, runs(600, 0.05), stat, rule).verdict == "holds"          # 1.2x: not degraded
+    assert judge(tmp_path, runs(2000, 0.05), stat, rule).verdict == "differs"       # 4x
+    assert judge(tmp_path, runs(700, 1.0), stat, rule).verdict == "inconclusive"    # straddles sqrt 2
+
+
+def test_ratio_of_the_same_runs_is_not_computable(tmp_path):
+    """At CI scale the largest lambda may be the reference itself: no verdict from a ratio of 1 by construction."""
+    stat = {"kind": "ratio", "column": "final_cum_regret", "numerator": {"agent.lam": "max"},
+            "reference": "`agent.lam` == 100"}
+    out = judge(tmp_path, values({100: 500}, 0.05, key="agent.lam"), stat, {"kind": "at_most", "target": 1})
+    assert out.verdict == "inconclusive" and "not computable" in out.rows[0].why
+
+
+def test_order_holds_with_separate_cis_differs_when_reversed_and_is_inconclusive_when_they_overlap(tmp_path):
+    stat = {"kind": "mean", "column": "final_cum_regret"}
+    rule = {"kind": "order", "tiers": ["psrl", "rlsvi", "ucrl2"]}
+    ordered = {"psrl": 100, "rlsvi": 1000, "ucrl2": 5000}
+    assert judge(tmp_path, values(ordered, 0.1), stat, rule, group="agent").verdict == "holds"
+    swapped = {"psrl": 100, "rlsvi": 5000, "ucrl2": 1000}
+    out = judge(tmp_path, values(swapped, 0.1), stat, rule, group="agent")
+    assert out.verdict == "differs" and "ucrl2 < rlsvi" in out.rows[0].why
+    close = {"psrl": 100, "rlsvi": 1000, "ucrl2": 1050}
+    assert judge(tmp_path, values(close, 0.5), stat, rule, group="agent").verdict == "inconclusive"
+
+
+def test_order_with_a_tier_of_several_groups_and_an_absent_group():
+    e = lambda v: Estimate(v, v - 1, v + 1, 10)   # noqa: E731
+    assert order_verdict([[("a", e(0)), ("b", e(2))], [("c", e(10))]])[0] == "holds"
+    assert order_verdict([[("a", e(0)), ("b", e(20))], [("c", e(10))]])[0] == "differs"
+
+
+def test_order_on_an_absent_group_is_inconclusive_and_names_it(tmp_path):
+    out = judge(tmp_path, values({"psrl": 100, "rlsvi": 1000}, 0.1), {"kind": "mean", "column": "final_cum_regret"},
+                {"kind": "order", "tiers": ["psrl", "rlsvi", "ucrl2"]}, group="agent")
+    assert out.verdict == "inconclusive" and "ucrl2" in out.rows[0].why
+
+
+def test_best_in_compares_the_best_of_the_set_with_the_best_outside(tmp_path):
+    stat = {"kind": "mean", "column": "final_cum_regret"}
+    rule = {"kind": "best_in", "set": "`agent.v` <= 0.01"}
+
+    def judge_v(means, spread):
+        return judge(tmp_path, values(means, spread, key="agent.v"), stat, rule, group="agent.v").verdict
+    assert judge_v({0.001: 40, 0.01: 45, 1.0: 1200, 10.0: 4900}, 0.1) == "holds"
+    assert judge_v({0.001: 900, 0.01: 800, 1.0: 100, 10.0: 4900}, 0.1) == "differs"
+    assert judge_v({0.001: 100, 0.01: 120, 1.0: 110, 10.0: 4900}, 0.5) == "inconclusive"
+
+
+@pytest.mark.parametrize("k,n,most,few", [
+    (20, 20, "holds", "differs"),
+    (10, 20, "holds", "differs"),
+    (0, 20, "differs", "holds"),
+    (2, 20, "differs", "holds"),
+    (4, 20, "inconclusive", "inconclusive"),    # 0.2: neither most nor few
+    (0, 2, "inconclusive", "inconclusive"),     # CI [0, 0.84]: 2 seeds cannot exclude "most"
+    (1, 2, "inconclusive", "inconclusive"),
+])
+def test_most_and_few_on_the_fraction_of_runs_that_learn(tmp_path, k, n, most, few):
+    stat = {"kind": "fraction", "criterion": "learnt"}
+    assert judge(tmp_path, learnt(k, n), stat, {"kind": "most"}).verdict == most
+    assert judge(tmp_path, learnt(k, n), stat, {"kind": "few"}).verdict == few
+
+
+def test_inequality_is_exact(tmp_path):
+    stat = {"kind": "mean", "column": "over"}
+    rule = {"kind": "inequality", "op": "<=", "target": 1}
+    for mean, spread, verdict in ((0.5, 0.1, "holds"), (2.0, 0.1, "differs"), (1.0, 0.5, "inconclusive"),
+                                  (1.2, 0.05, "differs")):     # no tolerance: 1.2 > 1 is a difference
+        runs = values({"a": mean}, spread, n=40, column="over")
+        assert judge(tmp_path, runs, stat, rule).verdict == verdict, (mean, spread)
+    e = Estimate(0.1, 0.05, 0.15, 10)
+    assert rule_verdict({"kind": "inequality", "op": ">=", "target": 0}, RULES, e, "linear")[0] == "holds"
+    assert rule_verdict({"kind": "inequality", "op": ">=", "target": 0.2}, RULES, e, "linear")[0] == "differs"
+
+
+def test_groups_combine_as_all_or_any():
+    assert combine(["holds", "holds"], "all") == "holds"
+    assert combine(["holds", "differs"], "all") == "differs"
+    assert combine(["holds", "inconclusive"], "all") == "inconclusive"
+    assert combine(["differs", "holds"], "any") == "holds"
+    assert combine(["differs", "differs"], "any") == "differs"
+    assert combine(["differs", "inconclusive"], "any") == "inconclusive"
+
+
+def test_by_tests_each_group_and_where_filters(tmp_path):
+    runs = pd.concat([scaling(lambda n: n ** 2, agent="m5").assign(**{"agent.M": 5}),
+                      scaling(lambda n: n ** 4, agent="m10").assign(**{"agent.M": 10})], ignore_index=True)
+    out = judge(tmp_path, runs, SLOPE, {"kind": "about", "target": 2}, by=["agent.M"])
+    assert [r.label for r in out.rows] == ["agent.M = 5", "agent.M = 10"]
+    assert [r.verdict for r in out.rows] == ["holds", "differs"] and out.verdict == "differs"
+    assert judge(tmp_path, runs, SLOPE, {"kind": "about", "target": 2}, by=["agent.M"],
+                 aggregate="any").verdict == "holds"
+
+
+def test_unswept_env_parameters_of_the_spec_are_columns(tmp_path):
+    """Fig. 9's M = 2N: N is not swept there, so it comes from the resolved spec (size 20)."""
+    runs = pd.concat([learnt(10, 10, **{"agent.M": 40}), learnt(0, 10, **{"agent.M": 10})], ignore_index=True)
+    out = judge(tmp_path, runs, {"kind": "fraction", "criterion": "learnt"}, {"kind": "most"},
+                where=["`agent.M` == 2 * `env.size`"])
+    assert out.verdict == "holds" and out.rows[0].estimates[0][1].n == 10
+
+
+def test_missing_and_partial_results_are_inconclusive_and_named(tmp_path):
+    claim = {"id": "t", "figure": "f", "paper": "p", "words": "w", "experiment": "nowhere",
+             "statistic": {"kind": "fraction", "criterion": "learnt"}, "rule": {"kind": "most"}}
+    out = evaluate_claim(claim, RULES, tmp_path)
+    assert out.verdict == "inconclusive" and out.problem.startswith("missing")
+    assert "nowhere" in out.problem and "rvfx run configs/nowhere.yaml" in out.problem
+    judge(tmp_path, learnt(20, 20), claim["statistic"], claim["rule"])
+    pd.DataFrame([{"run_id": "x", "status": "failed"}, {"run_id": "y", "status": "missing"}]).to_csv(
+        tmp_path / "exp" / "failures.csv", index=False)
+    out = evaluate_claim({**claim, "experiment": "exp"}, RULES, tmp_path)
+    assert out.verdict == "inconclusive"
+    assert "partial" in out.problem and "1 failed, 1 missing of 22 runs" in out.problem
+    assert out.problem.endswith("on the runs present: holds")
+    out = judge(tmp_path, learnt(20, 20, agent="a"), claim["statistic"], claim["rule"], where=["agent == 'b'"])
+    assert out.verdict == "inconclusive" and "no rows of exp/runs with agent == 'b'" in out.problem
+
+
+# ------------------------------------------------------------------------------ registry
+
+def test_registry_maps_every_registered_figure_and_claims_every_paper_figure():
+    reg = load_registry(CLAIMS)
+    assert set(reg["figures"]) == set(FIGURES)
+    claimed = {c["figure"] for c in reg["claims"]}
+    paper = {f for f, e in reg["figures"].items() if "paper" in e}
+    assert paper <= claimed
+    for fig in ("cartpole_ablation", "cartpole_diagnostics", "cartpole_balance", "cartpole_render"):
+        assert "own" in reg["figures"][fig]
+    kinds = {c["rule"]["kind"] for c in reg["claims"]}
+    assert kinds == {"about", "below", "at_most", "order", "best_in", "most", "few", "inequality"}
+
+
+def _broken(tmp_path, edit) -> str:
+    reg = yaml.safe_load(CLAIMS.read_text())
+    edit(reg)
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump(reg, allow_unicode=True))
+    with pytest.raises(RegistryError) as err:
+        load_registry(path)
+    return str(err.value)
+
+
+def test_a_paper_figure_without_a_claim_is_an_error(tmp_path):
+    msg = _broken(tmp_path, lambda r: r.update(claims=[c for c in r["claims"] if c["figure"] != "deepsea_linear"]))
+    assert "paper figures without a claim: deepsea_linear" in msg
+
+
+def test_a_registered_figure_missing_from_the_registry_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(FIGURES, "new_figure", FIGURES["deepsea_linear"])
+    reg = yaml.safe_load(CLAIMS.read_text())
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump(reg, allow_unicode=True))
+    with pytest.raises(RegistryError, match="missing from figures: new_figure"):
+        load_registry(path)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda c: c["rule"].update(kind="roughly"), "rule.kind must be one of"),
+    (lambda c: c["rule"].pop("target"), "rule about takes target"),
+    (lambda c: c["rule"].update(tolerance=0.7), "rule about takes target"),
+    (lambda c: c["statistic"].update(kind="median"), "statistic.kind must be one of"),
+    (lambda c: c.update(experiment="deepsea_linear"), "reads ['deepsea_tabular_scaling']"),
+    (lambda c: c.update(figure="nope"), "figure 'nope' is not in figures"),
+    (lambda c: c.update(verdict="holds"), "unknown keys verdict"),
+    (lambda c: c.update(group="agent"), "group is needed by, and only by"),
+])
+def test_a_malformed_claim_is_named(tmp_path, edit, message):
+    def change(reg):
+        edit(next(c for c in reg["claims"] if c["id"] == "fig5_rlsvi_slope"))
+    msg = _broken(tmp_path, change)
+    assert "claim fig5_rlsvi_slope" in msg and message in msg
+
+
+def test_tolerances_live_only_in_the_global_rules():
+    """One rule per kind: no claim carries a tolerance of its own."""
+    reg = yaml.safe_load(CLAIMS.read_text())
+    for claim in reg["claims"]:
+        assert set(claim["rule"]) <= {"kind", "target", "op", "tiers", "set"}, claim["id"]
+
+
+# --------------------------------------------------------------- a tiny run, end to end
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """Figs. 4-5 at a tiny scale through the CLI: run, plot, report."""
+    root = tmp_path_factory.mktemp("report")
+    results, figs = root / "results", root / "figs"
+    for spec, sets in (("deepsea_tabular", ["seeds=2", "episodes=300", "env.size=5"]),
+                       ("deepsea_tabular_scaling", ["seeds=2", "episodes=3000", "grid={env.size: [3, 4, 5]}"])):
+        args = ["run", CONFIGS / f"{spec}.yaml", "--out", results]
+        for s in sets:
+            args += ["--set", s]
+        assert invoke(*args).exit_code == 0
+        assert invoke("plot", spec, "--results", results, "--out", figs).exit_code == 0
+    return root
+
+
+def test_report_of_a_tiny_run_writes_both_files_and_exits_0(tiny):
+    result = invoke("report", "--results", tiny / "results", "--out", tiny / "figs")
+    assert result.exit_code == 0, result.output
+    md = (tiny / "figs" / "report.md").read_text()
+    html_text = (tiny / "figs" / "report.html").read_text()
+    reg = load_registry(CLAIMS)
+    assert all(f"### {c['id']}" in md for c in reg["claims"])
+    assert "![deepsea_tabular](deepsea_tabular.png)" in md
+    assert html_text.count("data:image/png;base64,") == html_text.count("<img")
+    assert "http://" not in html_text and "https://" not in html_text and "src=\"data:" in html_text
+    # Figs. 4-5 are estimated; experiments never run are named as missing
+    section = md.split("### fig5_rlsvi_slope")[1].split("###")[0]
+    assert "slope of log median learning time on log env.size" in section and "missing" not in section
+    assert "missing:" in md.split("### fig6_linear_rlsvi_learns")[1].split("###")[0]
+    assert "rvfx run configs/deepsea_linear.yaml" in md
+
+
+def test_strict_fails_on_anything_but_holds(tiny):
+    result = CliRunner().invoke(main, ["report", "--results", str(tiny / "results"), "--out",
+                                       str(tiny / "strict"), "--strict"])
+    assert result.exit_code == 1
+    assert "fig6_linear_rlsvi_learns: inconclusive (missing" in result.output
+
+
+README = """\
+# results
+
+Fig. 5: the slope is
+<!-- report:begin fig5_rlsvi_slope -->
+<!-- report:end -->
+and Fig. 4:
+<!-- report:begin fig4_order_ucrl2_next_row -->
+stale text
+<!-- report:end -->
+"""
+
+
+def test_check_catches_a_readme_number_edited_by_hand_and_a_stale_report(tiny, tmp_path):
+    out, readme = tiny / "figs", tmp_path / "README.md"
+    readme.write_text(README)
+    args = ["report", "--results", str(tiny / "results"), "--out", str(out), "--readme", str(readme)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    text = readme.read_text()
+    blocks = dict(readme_blocks(text))
+    assert blocks["fig5_rlsvi_slope"].startswith("**") and "stale text" not in text
+    assert text.startswith("# results\n\nFig. 5: the slope is\n")
+    ok = CliRunner().invoke(main, args + ["--check"])
+    assert ok.exit_code == 0, ok.output
+    # a number of the block edited by hand
+    number = next(tok for tok in blocks["fig5_rlsvi_slope"].split() if tok[0].isdigit() and "." in tok)
+    edited = text.replace(number, "9.99", 1)
+    readme.write_text(edited)
+    bad = CliRunner().invoke(main, args + ["--check"])
+    assert bad.exit_code == 1
+    lines = [ln for ln in bad.output.splitlines() if "differs" in ln]
+    assert len(lines) == 1 and "block fig5_rlsvi_slope differs from the results" in lines[0]
+    assert "9.99" in lines[0]
+    # a stale report.md beside a correct README
+    readme.write_text(text)
+    md = out / "report.md"
+    md.write_text(md.read_text().replace("claims:", "claims (edited):", 1))
+    bad = CliRunner().invoke(main, args + ["--check"])
+    assert bad.exit_code == 1 and "report.md:" in bad.output and "README" not in bad.output
+    assert CliRunner().invoke(main, args).exit_code == 0
