@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from rvfx.agents.ensemble import EnsembleParams, EnsembleRLSVI, make_ensemble_agent, td_step  # noqa: E402
 from rvfx.envs.representations import representation_for  # noqa: E402
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
-from rvfx.live import live  # noqa: E402
+from rvfx.core.live import live  # noqa: E402
 from rvfx.nn import PriorEnsemble, Tape  # noqa: E402
 
 

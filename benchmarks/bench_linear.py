@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 
 from rvfx.agents.rlsvi_linear import LinearRLSVI, LinearRLSVIParams  # noqa: E402
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
-from rvfx.live import live  # noqa: E402
+from rvfx.core.live import live  # noqa: E402
 
 
 class NaiveLinearRLSVI(LinearRLSVI):

@@ -12,7 +12,7 @@ import numpy as np
 
 from rvfx.agents import AGENTS, make_agent
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.live import live
+from rvfx.core.live import live
 from rvfx.regression import perturbed_sample
 
 

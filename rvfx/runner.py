@@ -15,7 +15,7 @@ from tqdm import tqdm
 from rvfx import results
 from rvfx.agents import AGENTS, make_agent
 from rvfx.envs import ENVS
-from rvfx.live import live
+from rvfx.core.live import live
 from rvfx.trajectory import final_rollout
 
 

@@ -16,6 +16,7 @@ import math
 
 import pandas as pd
 
+from rvfx.core.live import episode
 from rvfx.envs.cartpole import CartpoleSwingUp
 
 STATE = ["theta", "theta_dot", "x", "x_dot"]
@@ -31,20 +32,15 @@ def greedy_rollout(agent, env: CartpoleSwingUp) -> pd.DataFrame:
     if hasattr(agent, "epsilon"):
         agent.epsilon = 0.0
     dt = env.params.dt
-    tr = env.reset()
     rows = []
-    obs, reward, step = tr.new_state, 0.0, 0
-    while True:
-        row = {"step": step, "t": step * dt, **dict(zip(STATE, env.state)), "reward": reward}
-        if obs is None:
-            row["action"] = math.nan
-            rows.append(row)
-            break
-        action = agent.act(obs)
-        row["action"] = action
-        rows.append(row)
-        tr = env.step(action)
-        obs, reward, step = tr.new_state, tr.reward, step + 1
+
+    def record(transition):
+        if rows:
+            rows[-1]["action"] = transition.action
+        rows.append({"step": len(rows), "t": len(rows) * dt, **dict(zip(STATE, env.state)),
+                     "reward": transition.reward, "action": math.nan})
+
+    episode(agent, env, on_transition=record, learn=False)
     return pd.DataFrame(rows, columns=["step", "t", *STATE, "action", "reward"])
 
 

@@ -107,7 +107,7 @@ def test_reference_agent_runs_through_live_whatever_the_observation():
     """The registry's cartpole_reference agent acts on the true state: >= 800 per episode, the same
     returns with raw and trig observations."""
     from rvfx.agents import AGENTS, make_agent
-    from rvfx.live import live
+    from rvfx.core.live import live
     returns = {}
     for obs in ("raw", "trig"):
         env = CartpoleSwingUp(CartpoleSwingUpParams(observation=obs), np.random.default_rng(7))

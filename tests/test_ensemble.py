@@ -9,7 +9,8 @@ from rvfx.agents.ensemble import (DQNParams, EnsembleBuffer, EnsembleParams, Ens
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.representations import (DenseVector, OneHotPixels, TableFeatures, num_actions,
                                        representation_for)
-from rvfx.live import Transition, live
+from rvfx.core.live import live
+from rvfx.core.transition import Transition
 from rvfx.nn import EnsembleMLP, PriorEnsemble, Tape
 
 GAMMA = 0.9

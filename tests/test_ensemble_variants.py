@@ -6,7 +6,7 @@ from rvfx.agents.diagnostics import EnsembleDiagnostics, discounted_returns, rec
 from rvfx.agents.ensemble import EnsembleBuffer, EnsembleParams, make_ensemble_agent, td_step
 from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.live import live
+from rvfx.core.live import live
 from rvfx.nn import EnsembleMLP, PriorEnsemble, Tape
 
 GAMMA = 0.9
@@ -149,12 +149,12 @@ class TruncatingEnv:
         self.truncate = truncate
 
     def reset(self):
-        from rvfx.live import Transition
+        from rvfx.core.transition import Transition
         self.t = 0
         return Transition(None, None, 0.0, np.zeros(2), 0)
 
     def step(self, action):
-        from rvfx.live import Transition
+        from rvfx.core.transition import Transition
         self.t += 1
         obs = np.array([float(self.t), float(action)])
         if self.t == 3:

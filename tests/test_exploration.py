@@ -11,7 +11,7 @@ from scipy import stats
 from rvfx.agents import AGENTS
 from rvfx.agents.exploration import DeepSeaKnownStructure, first_open
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.live import live
+from rvfx.core.live import live
 
 
 def make(name, n, seed, treasure=True, **params):

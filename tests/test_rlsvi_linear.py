@@ -6,7 +6,7 @@ from rvfx.agents.rlsvi_linear import LinearRLSVI, LinearRLSVIParams, backward_so
 from rvfx.agents.rlsvi_tabular import RLSVIParams, TabularRLSVI
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.features import coherent_basis
-from rvfx.live import live
+from rvfx.core.live import live
 from rvfx.params import SpecError, build
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pandas as pd
 
-from rvfx.live import LearningTime, log_grid
+from rvfx.core.live import LearningTime, log_grid
 from rvfx.stats import censored_median, fit_loglog
 
 

@@ -6,7 +6,7 @@ from scipy.optimize import linprog
 from rvfx.agents.psrl import PSRL, PSRLParams
 from rvfx.agents.rlsvi_tabular import RLSVIParams, TabularRLSVI
 from rvfx.agents.ucrl2 import UCRL2, UCRL2Params, optimistic_transition
-from rvfx.live import Transition
+from rvfx.core.transition import Transition
 
 H, S, A = 3, 3, 2
 QUARTERS = 4   # transition probabilities are multiples of 1/4 so data can match them exactly

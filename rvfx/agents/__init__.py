@@ -1,6 +1,6 @@
 """Agent registry: name -> (factory(params, env, rng), parameter dataclass)."""
 from rvfx.agents import exploration
-from rvfx.agents.cartpole_reference import CartpoleReference, CartpoleReferenceParams
+from rvfx.agents.cartpole_reference import CartpoleReferenceParams, make_reference
 from rvfx.agents.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
 from rvfx.agents.psrl import PSRL, PSRLParams
 from rvfx.agents.rlsvi_linear import LinearRLSVI, LinearRLSVIParams
@@ -19,7 +19,7 @@ AGENTS = {
     "deepsea_thompson": (exploration.make_thompson, exploration.DeepSeaKnownParams),
     "ensemble_rlsvi": (make_ensemble_agent, EnsembleParams),
     "dqn": (make_ensemble_agent, DQNParams),
-    "cartpole_reference": (lambda p, env, rng: CartpoleReference(env), CartpoleReferenceParams),
+    "cartpole_reference": (make_reference, CartpoleReferenceParams),
     "linear_lsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "none"), LinearRLSVIParams),
     "linear_grlsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "gaussian"), LinearRLSVIParams),
     "linear_brlsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "bootstrap"), LinearRLSVIParams),

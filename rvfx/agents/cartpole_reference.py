@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rvfx.envs.cartpole_control import ReferenceController
+from rvfx.envs.cartpole_control import ReferenceAgent
 
 
 @dataclass(frozen=True)
@@ -16,17 +16,5 @@ class CartpoleReferenceParams:
     """No parameters: the controller's gains are fixed for the paper's task."""
 
 
-class CartpoleReference:
-    def __init__(self, env):
-        self.env = env
-        self.controller = ReferenceController(env.params)
-
-    def learn_from_buffer(self) -> None:
-        """A new episode: the controller starts pumping again."""
-        self.controller.reset()
-
-    def act(self, observation) -> int:
-        return self.controller.act(self.env.state)
-
-    def update_buffer(self, transition) -> None:
-        """Nothing to learn."""
+def make_reference(params: CartpoleReferenceParams, env, rng) -> ReferenceAgent:
+    return ReferenceAgent(env)

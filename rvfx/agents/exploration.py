@@ -55,7 +55,9 @@ from typing import Literal
 import numpy as np
 
 from rvfx.agents.tabular import ActRule, TabularAgent, act_fields
-from rvfx.live import Transition
+from rvfx.core.backward_induction import backward_induction
+from rvfx.core.live import live
+from rvfx.core.transition import Transition
 
 ChestBelief = Literal["optimistic", "mean", "sample"]
 
@@ -152,17 +154,13 @@ class DeepSeaKnownStructure(TabularAgent):
         n = self.N
         reward_right = -self.right_cost.copy()
         reward_right[n - 1, n - 1] += chest
-        q = np.empty((n, n, 2))
-        v = np.zeros(n)
-        for h in range(n - 1, -1, -1):
-            if h == n - 1:
-                v_right = v_left = np.zeros(n)
-            else:
-                v_right, v_left = v[self._right_col], v[self._left_col]
+
+        def backup(h, v):
+            v_right, v_left = (v, v) if h == n - 1 else (v[self._right_col], v[self._left_col])
             go_right = (reward_right[h] + v_right)[:, None]
-            q[h] = p_right[h] * go_right + (1.0 - p_right[h]) * v_left[:, None]
-            v = q[h].max(axis=1)
-        return q
+            return p_right[h] * go_right + (1.0 - p_right[h]) * v_left[:, None]
+
+        return backward_induction(backup, n, np.zeros(n))
 
     def information(self) -> np.ndarray:
         """Bits about the unknowns revealed by the outcome of (h, c, a) itself."""
@@ -205,17 +203,13 @@ def first_open(agent, env, budget: int) -> int | None:
     None if it has not within `budget` episodes. Works for any agent on a `DeepSea`.
     """
     n = env.size
-    chest_right = int(env.right_action[n - 1, n - 1])
-    for episode in range(1, budget + 1):
-        agent.learn_from_buffer()
-        transition = env.reset()
-        opened = False
-        while transition.new_state is not None:
-            state = transition.new_state
-            action = agent.act(state)
-            opened |= state == (n - 1, n - 1) and action == chest_right
-            transition = env.step(action)
-            agent.update_buffer(transition)
-        if opened:
-            return episode
-    return None
+    chest = (n - 1, n - 1)
+    chest_right = int(env.right_action[chest])
+    opened = []
+
+    def on_transition(transition):
+        if transition.old_state == chest and transition.action == chest_right:
+            opened.append(True)
+
+    metrics = live(agent, env, budget, on_transition=on_transition, on_episode=lambda _: bool(opened))
+    return metrics["episodes_run"] if opened else None

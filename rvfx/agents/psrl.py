@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rvfx.agents.tabular import TabularAgent
+from rvfx.core.backward_induction import backward_induction
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,6 @@ class PSRL(TabularAgent):
         reward = mean + self.rng.standard_normal(mean.shape) / np.sqrt(precision)
         gammas = self.rng.standard_gamma(p.dirichlet_alpha + k * self.next_count[:-1])
         transition = gammas / gammas.sum(axis=-1, keepdims=True)
-        q = np.empty(self.count.shape)
-        v_next = np.zeros(self.S)
-        for h in range(self.H - 1, -1, -1):
-            q[h] = reward[h] + (transition[h] @ v_next if h < self.H - 1 else 0.0)
-            v_next = q[h].max(axis=1)
-        self.set_q(q)
+        last = self.H - 1
+        self.set_q(backward_induction(lambda h, v: reward[h] + (transition[h] @ v if h < last else 0.0),
+                                      self.H, np.zeros(self.S)))

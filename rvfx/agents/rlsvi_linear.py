@@ -27,6 +27,7 @@ from typing import Literal
 import numpy as np
 
 from rvfx.agents.tabular import ActRule, TabularAgent, TransitionStore, act_fields
+from rvfx.core.backward_induction import backward_induction
 from rvfx.envs.features import coherent_basis, misspecify, one_hot_basis
 from rvfx.params import Expr, evaluate
 
@@ -73,14 +74,14 @@ def backward_solve(phi_rows: np.ndarray, gram: np.ndarray, targets: np.ndarray, 
     H, SA, M = phi_rows.shape
     ridge = np.eye(M) / lam
     theta = np.empty((H, M))
-    q = np.empty((H, SA))
-    v_next = np.zeros(next_sum.shape[2])
-    for h in range(H - 1, -1, -1):
+
+    def backup(h, v_next):
         rhs = (targets[h] + next_sum[h] @ v_next) / v + prior[h] / lam
         theta[h] = np.linalg.solve(gram[h] / v + ridge, rhs)   # per row: no (H, M, M) temporaries
-        q[h] = phi_rows[h] @ theta[h]
-        v_next = q[h].reshape(-1, num_actions).max(axis=1)
-    return theta, q
+        return (phi_rows[h] @ theta[h]).reshape(-1, num_actions)
+
+    q = backward_induction(backup, H, np.zeros(next_sum.shape[2]))
+    return theta, q.reshape(H, SA)
 
 
 class LinearRLSVI:

@@ -15,6 +15,7 @@ from typing import Literal
 
 import numpy as np
 
+from rvfx.core.backward_induction import backward_induction
 from rvfx.agents.tabular import ActRule, TabularAgent, TransitionStore, act_fields
 from rvfx.params import Expr, evaluate
 
@@ -61,9 +62,8 @@ class TabularRLSVI(TabularAgent):
         if self.perturbation == "gaussian":
             targets += np.sqrt(self.v * count) * self.rng.standard_normal(shape)
         precision = count / self.v + 1.0 / self.lam
-        q = np.empty(shape)
-        v_next = np.zeros(self.S)
-        for h in range(self.H - 1, -1, -1):
-            q[h] = ((targets[h] + next_count[h] @ v_next) / self.v + prior[h] / self.lam) / precision[h]
-            v_next = q[h].max(axis=1)
-        self.set_q(q)
+
+        def backup(h, v_next):                                      # eq. 5.4, one parameter per (s, a)
+            return ((targets[h] + next_count[h] @ v_next) / self.v + prior[h] / self.lam) / precision[h]
+
+        self.set_q(backward_induction(backup, self.H, np.zeros(self.S)))

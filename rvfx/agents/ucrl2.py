@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 
 from rvfx.agents.tabular import TabularAgent
+from rvfx.core.backward_induction import backward_induction
 
 
 @dataclass(frozen=True)
@@ -66,12 +67,10 @@ class UCRL2(TabularAgent):
         reward = np.minimum(r_hat + w_r, p.reward_max)
         visited = self.count[..., None] > 0
         p_hat = np.where(visited, self.next_count / np.maximum(self.count, 1)[..., None], 1.0 / self.S)
-        q = np.empty(self.count.shape)
-        v_next = np.zeros(self.S)
-        for h in range(self.H - 1, -1, -1):
-            if h < self.H - 1:
-                q[h] = reward[h] + optimistic_transition(p_hat[h], w_p[h], v_next) @ v_next
-            else:
-                q[h] = reward[h]
-            v_next = q[h].max(axis=1)
-        self.set_q(q)
+
+        def backup(h, v_next):                                      # extended value iteration
+            if h == self.H - 1:
+                return reward[h]
+            return reward[h] + optimistic_transition(p_hat[h], w_p[h], v_next) @ v_next
+
+        self.set_q(backward_induction(backup, self.H, np.zeros(self.S)))

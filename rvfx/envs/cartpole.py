@@ -15,7 +15,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from rvfx.live import Transition
+from rvfx.core.transition import Transition
 
 TWO_PI = 2.0 * math.pi
 

@@ -21,6 +21,7 @@ import math
 import numpy as np
 import scipy.linalg
 
+from rvfx.core.live import episode
 from rvfx.envs.cartpole import (CartpoleSwingUp, CartpoleSwingUpParams, euler_step, physics_constants,
                                 upright)
 
@@ -131,6 +132,24 @@ class ReferenceController:
         return self.to_action(self.balance_force(state) if self.balancing else self.pump_force(state))
 
 
+class ReferenceAgent:
+    """`ReferenceController` as an agent of Algorithm 1: it reads the true state from `env` and
+    learns nothing; `learn_from_buffer` starts a new episode (the controller pumps again)."""
+
+    def __init__(self, env: CartpoleSwingUp):
+        self.env = env
+        self.controller = ReferenceController(env.params)
+
+    def learn_from_buffer(self) -> None:
+        self.controller.reset()
+
+    def act(self, observation) -> int:
+        return self.controller.act(self.env.state)
+
+    def update_buffer(self, transition) -> None:
+        """Nothing to learn."""
+
+
 def reference_episode(params: CartpoleSwingUpParams, rng: np.random.Generator
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """One episode of `ReferenceController` from `CartpoleSwingUp(params, rng).reset()`.
@@ -138,13 +157,13 @@ def reference_episode(params: CartpoleSwingUpParams, rng: np.random.Generator
     Returns (states (H+1, 4): s_0 .. s_H as (θ, θ̇, x, ẋ), actions (H,), rewards (H,), return).
     """
     env = CartpoleSwingUp(params, rng)
-    controller = ReferenceController(params)
-    tr = env.reset()
-    states, actions, rewards = [env.state], [], []
-    while tr.new_state is not None:
-        action = controller.act(env.state)
-        tr = env.step(action)
+    states, actions, rewards = [], [], []
+
+    def record(transition):
         states.append(env.state)
-        actions.append(action)
-        rewards.append(tr.reward)
+        if transition.action is not None:
+            actions.append(transition.action)
+            rewards.append(transition.reward)
+
+    episode(ReferenceAgent(env), env, on_transition=record)
     return np.array(states), np.array(actions), np.array(rewards), float(sum(rewards))

@@ -6,7 +6,7 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.live import Transition
+from rvfx.core.transition import Transition
 
 
 @dataclass(frozen=True)
@@ -44,14 +44,14 @@ class DeepSea:
         self._row = self._col = 0
         self.expected_return = 0.0
 
-    def mean_reward(self, row: int, col: int, right: bool) -> float:
-        """Expected reward of moving right/left from (row, col)."""
+    def mean_reward(self, row: int, col: int, right: bool, chest: float | None = None) -> float:
+        """Expected reward of moving right/left from (row, col); `chest` overrides the chest's value."""
         if not right:
             return 0.0
         n = self.size
         r = -self.move_cost if (self.params.move_cost == "every_right" or row == col) else 0.0
         if row == n - 1 and col == n - 1:
-            r += self.chest
+            r += self.chest if chest is None else chest
         return r
 
     def reset(self) -> Transition:

@@ -9,12 +9,11 @@ instance's ``right_action``.
 """
 from __future__ import annotations
 
-import copy
-import dataclasses
 from typing import Literal
 
 import numpy as np
 
+from rvfx.core.backward_induction import backward_induction
 from rvfx.envs.deep_sea import DeepSea
 
 Basis = Literal["random_unit", "orthonormal"]
@@ -24,28 +23,23 @@ def optimal_q(env: DeepSea, treasure: bool | None = None) -> np.ndarray:
     """Q*_h(s, a) of a deep-sea instance, shape (N, N, 2), by backward induction (Algorithm 2).
 
     Rewards come from ``env.mean_reward``; moves mirror ``DeepSea.step`` (right:
-    col + 1, left: col - 1, clipped). ``treasure`` overrides the chest's sign
+    col + 1, left: col - 1, clipped). ``treasure`` sets the chest's sign (+1 or -1)
     while keeping the instance's action mapping, so one instance gives the Q* of
     both its treasure and its bomb version.
     """
-    if treasure is not None and treasure != env.params.treasure:
-        env = copy.copy(env)
-        env.params = dataclasses.replace(env.params, treasure=treasure)
-        env.chest = 1.0 if treasure else -1.0
+    chest = None if treasure is None else (1.0 if treasure else -1.0)
     n = env.size
-    q = np.zeros((n, n, 2))
-    v_next = np.zeros(n)
     cols = np.arange(n)
-    for h in range(n - 1, -1, -1):
-        right = np.array([env.mean_reward(h, s, True) for s in cols])
-        left = np.array([env.mean_reward(h, s, False) for s in cols])
-        right = right + v_next[np.minimum(cols + 1, n - 1)]
-        left = left + v_next[np.maximum(cols - 1, 0)]
-        r_idx = env.right_action[h]
-        q[h, cols, r_idx] = right
-        q[h, cols, 1 - r_idx] = left
-        v_next = q[h].max(axis=1)
-    return q
+
+    def backup(h, v_next):
+        right = np.array([env.mean_reward(h, s, True, chest) for s in cols])
+        left = np.array([env.mean_reward(h, s, False, chest) for s in cols])
+        q_h = np.zeros((n, 2))
+        q_h[cols, env.right_action[h]] = right + v_next[np.minimum(cols + 1, n - 1)]
+        q_h[cols, 1 - env.right_action[h]] = left + v_next[np.maximum(cols - 1, 0)]
+        return q_h
+
+    return backward_induction(backup, n, np.zeros(n))
 
 
 def _haar_orthogonal(k: int, rng: np.random.Generator) -> np.ndarray:

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rvfx.live import Transition
+from rvfx.core.backward_induction import backward_induction
+from rvfx.core.transition import Transition
 
 
 @dataclass(frozen=True)
@@ -75,13 +76,9 @@ class RandomMDP:
 
     def optimal_q(self) -> np.ndarray:
         """Q*_h(x, a) by backward induction (value iteration over the H periods)."""
-        H, X, A = self.shape
-        q = np.empty((H, X, A))
-        v_next = np.zeros(X)
-        for h in range(H - 1, -1, -1):
-            q[h] = self.reward_prob[h] + (self.transition[h] @ v_next if h < H - 1 else 0.0)
-            v_next = q[h].max(axis=1)
-        return q
+        H, X, _ = self.shape
+        r, p = self.reward_prob, self.transition
+        return backward_induction(lambda h, v: r[h] + (p[h] @ v if h < H - 1 else 0.0), H, np.zeros(X))
 
     def policy_value(self, policy: np.ndarray) -> float:
         """V^pi_0(x_0) of a deterministic policy given as an (H, X) array of actions."""

@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from rvfx.agents.rlsvi_tabular import RLSVIParams, TabularRLSVI
+from rvfx.core.backward_induction import backward_induction
+from rvfx.core.live import live
 from rvfx.envs.random_mdp import RandomMDP, RandomMDPParams
 from rvfx.figures import register
 from rvfx.figures.common import plt, save, write_table
@@ -115,25 +117,23 @@ def unconditional_gaps(params: RandomMDPParams, n_mdps: int, episodes: list[int]
     E[max_a Q_{l,0}(x0,a)] - E[max_a Q*_{M,0}(x0,a)], which the proof needs >= 0.
     """
     root = np.random.SeedSequence(seed)
-    last = max(episodes)
-    want = set(episodes)
-    gaps = np.empty((n_mdps, len(episodes)))
-    x0 = params.start_state
-    for i, ss in enumerate(root.spawn(n_mdps)):
-        env_rng, agent_rng = (np.random.default_rng(s) for s in ss.spawn(2))
-        env = RandomMDP(params, env_rng)
-        agent = theorem_agent(env, agent_rng)
-        col = 0
-        for ell in range(1, last + 1):
-            agent.learn_from_buffer()
-            if ell in want:
-                gaps[i, col] = agent.q[0, x0].max() - env.optimal_return
-                col += 1
-            tr = env.reset()
-            while tr.new_state is not None:
-                tr = env.step(agent.act(tr.new_state))
-                agent.update_buffer(tr)
-    return gaps
+    rows = [optimism_gaps(params, ss, episodes) for ss in root.spawn(n_mdps)]
+    return np.array(rows, dtype=float).reshape(n_mdps, len(episodes))
+
+
+def optimism_gaps(params: RandomMDPParams, ss: np.random.SeedSequence, episodes: list[int]) -> list[float]:
+    """One row of `unconditional_gaps`: the MDP and the agent's generators spawned from `ss`."""
+    env_rng, agent_rng = (np.random.default_rng(s) for s in ss.spawn(2))
+    env = RandomMDP(params, env_rng)
+    agent = theorem_agent(env, agent_rng)
+    gap = {}
+
+    def record(ell):
+        if ell in episodes:
+            gap[ell] = agent.q[0, params.start_state].max() - env.optimal_return
+
+    live(agent, env, max(episodes), on_episode_start=record)
+    return [gap[ell] for ell in episodes]
 
 
 class OutcomeCounts:
@@ -146,6 +146,8 @@ class OutcomeCounts:
         self.last = np.zeros((X, A, 2))
 
     def add(self, tr) -> None:
+        if tr.old_state is None:            # the reset: no outcome yet
+            return
         (h, x), a, r = tr.old_state, tr.action, int(tr.reward)
         if tr.new_state is None:
             self.last[x, a, r] += 1
@@ -163,12 +165,15 @@ def posterior_optimal_values(counts: OutcomeCounts, params: RandomMDPParams, sam
     P = (g / g.sum(axis=-1, keepdims=True)).reshape(samples, H - 1, X, A, 2, X)
     a1 = beta / 2 + counts.last[..., 1]
     a0 = beta / 2 + counts.last[..., 0]
-    q = rng.beta(np.broadcast_to(a1, (samples, X, A)), np.broadcast_to(a0, (samples, X, A)))
-    v = q.max(axis=-1)                                                     # (samples, X)
-    for h in range(H - 2, -1, -1):
-        q = P[:, h, :, :, 1, :].sum(axis=-1) + np.einsum("ksat,kt->ksa", P[:, h].sum(axis=3), v)
-        v = q.max(axis=-1)
-    return v[:, params.start_state]
+    q_last = rng.beta(np.broadcast_to(a1, (samples, X, A)), np.broadcast_to(a0, (samples, X, A)))
+
+    def backup(h, v):                                                      # v: (samples, X)
+        if h == H - 1:
+            return q_last
+        return P[:, h, :, :, 1, :].sum(axis=-1) + np.einsum("ksat,kt->ksa", P[:, h].sum(axis=3), v)
+
+    q = backward_induction(backup, H, np.zeros((samples, X)))
+    return q[0].max(axis=-1)[:, params.start_state]
 
 
 def conditional_gap(params: RandomMDPParams, history_episodes: int, samples: int, seed: int = 0):
@@ -182,13 +187,7 @@ def conditional_gap(params: RandomMDPParams, history_episodes: int, samples: int
     env = RandomMDP(params, np.random.default_rng(env_ss))
     agent = theorem_agent(env, np.random.default_rng(agent_ss))
     counts = OutcomeCounts(env.shape)
-    for _ in range(history_episodes):
-        agent.learn_from_buffer()
-        tr = env.reset()
-        while tr.new_state is not None:
-            tr = env.step(agent.act(tr.new_state))
-            agent.update_buffer(tr)
-            counts.add(tr)
+    live(agent, env, history_episodes, on_transition=counts.add)
     q = np.empty(samples)
     for k in range(samples):
         agent.learn_from_buffer()

@@ -1,0 +1,105 @@
+"""Algorithm 1's two interfaces, and the optional hooks an agent or environment may declare.
+
+`live` needs only `Agent` and `Environment`. An agent's factory may need more of the
+environment (the layered tabular shape, an observation vector, linear features); those needs
+are the small protocols below, so an agent says what it accepts and an environment what it offers.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rvfx.core.transition import Transition
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """act / update_buffer / learn_from_buffer of Algorithm 1."""
+
+    def act(self, observation: Any) -> Any: ...
+
+    def update_buffer(self, transition: Transition) -> None: ...
+
+    def learn_from_buffer(self) -> None: ...
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """reset / step of Algorithm 1, and what regret needs: `optimal_return` (V* of the start,
+    None when unknown: no regret is logged) and `expected_return` (the noise-free return of the
+    current episode so far)."""
+    num_actions: int
+    optimal_return: float | None
+    expected_return: float
+
+    def reset(self) -> Transition: ...
+
+    def step(self, action: Any) -> Transition: ...
+
+
+# -- optional hooks -------------------------------------------------------------------
+
+@runtime_checkable
+class EpisodeMetrics(Protocol):
+    """An environment's extra per-episode columns for `live` (e.g. cartpole's upright steps)."""
+
+    def episode_metrics(self) -> dict: ...
+
+
+@runtime_checkable
+class AgentTables(Protocol):
+    """An agent's extra per-run tables, name -> DataFrame, stored in the run's shard."""
+
+    def run_tables(self) -> dict: ...
+
+
+@runtime_checkable
+class EnvironmentTables(Protocol):
+    """An environment's extra per-run tables about the trained `agent` (e.g. a greedy rollout)."""
+
+    def run_tables(self, agent: Agent) -> dict: ...
+
+
+@runtime_checkable
+class Dithering(Protocol):
+    """An agent that dithers with probability `epsilon` (0: greedy)."""
+    epsilon: float
+
+
+@runtime_checkable
+class Layered(Protocol):
+    """A time-inhomogeneous tabular MDP: `shape` = (H, S, A), states (h, s) with h the period."""
+    shape: tuple
+
+
+@runtime_checkable
+class VectorObservations(Protocol):
+    """Observations are float vectors of `observation_size` components."""
+    observation_size: int
+
+
+@runtime_checkable
+class LinearFeatures(Protocol):
+    """A layered environment's linear features phi[h, s, a] in R^M (Section 7.1.2), drawn from `rng`."""
+
+    def linear_features(self, M: int, rng: np.random.Generator, basis: str) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ProbeStates(Protocol):
+    """Named observations at which to probe a learned value function."""
+
+    def probe_states(self) -> dict: ...
+
+
+def episode_metrics(environment) -> dict:
+    return environment.episode_metrics() if isinstance(environment, EpisodeMetrics) else {}
+
+
+def run_tables(agent, environment) -> dict:
+    """The extra per-run tables the agent and then the environment declare."""
+    tables = dict(agent.run_tables()) if isinstance(agent, AgentTables) else {}
+    if isinstance(environment, EnvironmentTables):
+        tables.update(environment.run_tables(agent))
+    return tables
