@@ -21,8 +21,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from rvfx.agents.ensemble import DQNParams, EnsembleParams, make_ensemble_agent  # noqa: E402
-from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams  # noqa: E402
+from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent  # noqa: E402
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams  # noqa: E402
 
 
 def bench_scalar(episodes: int = 20, seed: int = 0) -> float:

@@ -13,7 +13,7 @@ import numpy as np
 from rvfx.agents import AGENTS, make_agent
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.core.live import live
-from rvfx.regression import perturbed_sample
+from rvfx.agents.linear.regression import perturbed_sample
 
 
 class NaiveGRLSVI:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from rvfx.params import SpecError
+from rvfx.experiment.params import SpecError
 
 
 def _load(spec_path, scale, sets):
-    from rvfx.spec import load_spec
+    from rvfx.experiment.spec import load_spec
     try:
         return load_spec(spec_path, scale, tuple(sets))
     except SpecError as err:
@@ -35,9 +35,9 @@ def main():
 @click.option("--dry-run", is_flag=True, help="print how many runs there are, are done, and remain")
 def run(spec, scale, jobs, sets, out, dask_address, dry_run):
     """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV."""
-    from rvfx import results
-    from rvfx.runner import run_sweep
-    from rvfx.spec import resolved_yaml
+    from rvfx.experiment import results
+    from rvfx.experiment.runner import run_sweep
+    from rvfx.experiment.spec import resolved_yaml
     exp = _load(spec, scale, sets)
     problems = {r.run_id: results.shard_problem(out, r) for r in exp.runs}
     done = sum(p is None for p in problems.values())
@@ -85,8 +85,8 @@ def validate(spec, scale, sets):
 @click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True)
 def collect(spec, scale, sets, out):
     """Concatenate SPEC's finished shards into episodes.csv / runs.csv."""
-    from rvfx import results
-    from rvfx.spec import resolved_yaml
+    from rvfx.experiment import results
+    from rvfx.experiment.spec import resolved_yaml
     exp = _load(spec, scale, sets)
     for name, path in results.collect(out, exp.runs, resolved_yaml(exp)).items():
         click.echo(f"{name}: {path}")
@@ -102,8 +102,8 @@ def collect(spec, scale, sets, out):
 def plot(figures, results_dir, out):
     """Draw FIGURES (default: every figure whose results exist) from CSV alone."""
     from rvfx.figures import FIGURES
-    from rvfx.params import did_you_mean
-    from rvfx.results import missing_runs
+    from rvfx.experiment.params import did_you_mean
+    from rvfx.experiment.results import missing_runs
     for f in figures:
         if f not in FIGURES:
             click.echo(f"error: unknown figure {f!r}{did_you_mean(f, FIGURES)}", err=True)
@@ -168,7 +168,7 @@ def list_():
     from rvfx.agents import AGENTS
     from rvfx.envs import ENVS
     from rvfx.figures import FIGURES
-    from rvfx.params import describe
+    from rvfx.experiment.params import describe
     click.echo("experiments (configs/*.yaml):")
     for p in sorted(Path("configs").glob("*.yaml")):
         click.echo(f"  {p.stem}")

@@ -23,8 +23,8 @@ import yaml
 
 from rvfx.figures import FIGURES
 from rvfx.figures.common import learning_times
-from rvfx.results import load_spec_value, load_table, missing_runs, write_atomic_text
-from rvfx.stats import bootstrap_ci, censored_median, clopper_pearson, fit_exponential, fit_loglog
+from rvfx.experiment.results import load_spec_value, load_table, missing_runs, write_atomic_text
+from rvfx.analysis.stats import bootstrap_ci, censored_median, clopper_pearson, fit_exponential, fit_loglog
 
 MARKER = re.compile(r"<!-- report:begin (\S+) -->\n(.*?)<!-- report:end -->", re.S)
 

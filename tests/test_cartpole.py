@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams
 
 P = CartpoleSwingUpParams()
 
@@ -273,7 +273,7 @@ def test_batch_episode_equals_single_episodes():
 def test_draw_strip_writes_png(tmp_path):
     import matplotlib
     matplotlib.use("Agg")
-    from rvfx.cartpole_draw import draw_strip
+    from rvfx.envs.cartpole.draw import draw_strip
 
     env = make()
     tr = env.reset()
@@ -312,7 +312,7 @@ def test_trig_observations_of_a_known_state():
 
 @pytest.mark.parametrize("kind,size", [("raw", 5), ("trig", 6), ("trig_indicators", 8)])
 def test_observation_size_and_step_reset_use_the_format(kind, size):
-    from rvfx.envs.representations import representation_for
+    from rvfx.agents.neural.representations import representation_for
 
     p = CartpoleSwingUpParams(observation=kind)
     env = CartpoleSwingUp(p, np.random.default_rng(0))
@@ -361,7 +361,7 @@ def test_batch_observations_equal_single_ones(kind):
 
 
 def test_observation_is_not_in_the_run_identity_at_its_default():
-    from rvfx.spec import _identity_params
+    from rvfx.experiment.spec import _identity_params
 
     assert "observation" not in _identity_params(CartpoleSwingUpParams())
     assert _identity_params(CartpoleSwingUpParams(observation="trig"))["observation"] == "trig"

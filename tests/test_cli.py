@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 from click.testing import CliRunner
 
-from rvfx import runner as runner_mod
+from rvfx.experiment import runner as runner_mod
 from rvfx.cli import main
 from cli_helpers import invoke
 
@@ -138,9 +138,9 @@ def test_any_concurrent_futures_executor_gives_the_same_tables(tiny_spec, tmp_pa
     """The runner only needs the Executor interface (what a Dask client provides)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from rvfx import results
-    from rvfx.runner import run_sweep
-    from rvfx.spec import load_spec
+    from rvfx.experiment import results
+    from rvfx.experiment.runner import run_sweep
+    from rvfx.experiment.spec import load_spec
     exp = load_spec(str(tiny_spec))
     with ThreadPoolExecutor(2) as pool:
         outcomes = run_sweep(exp.runs, str(tmp_path / "t"), executor=pool)

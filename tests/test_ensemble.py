@@ -4,14 +4,14 @@ import math
 import numpy as np
 import pytest
 
-from rvfx.agents.ensemble import (DQNParams, EnsembleBuffer, EnsembleParams, EnsembleRLSVI,
+from rvfx.agents.neural.ensemble import (DQNParams, EnsembleBuffer, EnsembleParams, EnsembleRLSVI,
                                   make_ensemble_agent, td_step)
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.envs.representations import (DenseVector, OneHotPixels, TableFeatures, num_actions,
+from rvfx.agents.neural.representations import (DenseVector, OneHotPixels, TableFeatures, num_actions,
                                        representation_for)
 from rvfx.core.live import live
 from rvfx.core.transition import Transition
-from rvfx.nn import EnsembleMLP, PriorEnsemble, Tape
+from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
 
 GAMMA = 0.9
 # A 3-state chain 0 -> 1 -> 2 -> end, one action: (state, reward, next state, discount).
@@ -348,7 +348,7 @@ def test_sharing_passes_between_repeated_states_is_exact():
 def test_stored_prior_values_equal_the_prior_network(monkeypatch):
     """Inputs without a prior table: beta f(theta0; s) and of s' are stored at enqueue; they must equal a fresh
     evaluation, in the buffer and as handed to td_step after repeated states are merged."""
-    import rvfx.agents.ensemble as ensemble_module
+    import rvfx.agents.neural.ensemble as ensemble_module
     seen = []
     real_td_step = ensemble_module.td_step
 
@@ -383,7 +383,7 @@ def test_linear_basis_input_is_the_basis_at_s_and_spans_q_star():
     """x(s) = [phi(s, 0); phi(s, 1)] on row h's block of R^(2NM); Q* of the treasure and of the bomb
     instance is a linear readout of x(s), one weight vector per action (so nothing of the basis is lost)."""
     from rvfx.envs.features import coherent_basis, optimal_q
-    from rvfx.envs.representations import LinearBasisInput
+    from rvfx.agents.neural.representations import LinearBasisInput
     n, M = 6, 3
     env = small_sea(n, seed=3)
     phi = coherent_basis(env, M, np.random.default_rng(0))
@@ -406,7 +406,7 @@ def test_linear_basis_input_is_the_basis_at_s_and_spans_q_star():
 
 
 def test_linear_basis_agent_runs_learns_and_is_chosen_by_the_spec():
-    from rvfx.envs.representations import LinearBasisInput
+    from rvfx.agents.neural.representations import LinearBasisInput
     env = small_sea(6, seed=10)
     agent = make_ensemble_agent(EnsembleParams(K=10, representation="linear_basis", M=4), env,
                                 np.random.default_rng(10))

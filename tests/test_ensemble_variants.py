@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from rvfx.agents.diagnostics import EnsembleDiagnostics, discounted_returns, recent_indices
-from rvfx.agents.ensemble import EnsembleBuffer, EnsembleParams, make_ensemble_agent, td_step
-from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpParams
+from rvfx.agents.neural.diagnostics import EnsembleDiagnostics, discounted_returns, recent_indices
+from rvfx.agents.neural.ensemble import EnsembleBuffer, EnsembleParams, make_ensemble_agent, td_step
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.core.live import live
-from rvfx.nn import EnsembleMLP, PriorEnsemble, Tape
+from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
 
 GAMMA = 0.9
 

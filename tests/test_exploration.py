@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from rvfx.agents import AGENTS
-from rvfx.agents.exploration import DeepSeaKnownStructure, first_open
+from rvfx.agents.tabular.exploration import DeepSeaKnownStructure, first_open
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.core.live import live
 

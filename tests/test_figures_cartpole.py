@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rvfx import trajectory
-from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpParams
+from rvfx.envs.cartpole import rollouts
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.figures import FIGURES
 from rvfx.figures import cartpole as figs
 from cli_helpers import CONFIGS, assert_png, invoke
@@ -102,7 +102,7 @@ def test_runner_keeps_each_runs_final_greedy_episode_and_the_render_draws_it(res
 
 
 def test_no_rollout_for_environments_without_one():
-    assert trajectory.final_rollout(None, object()) is None
+    assert rollouts.final_rollout(None, object()) is None
 
 
 def test_greedy_rollout_learns_nothing_and_its_rewards_are_the_env_rewards():
@@ -122,7 +122,7 @@ def test_greedy_rollout_learns_nothing_and_its_rewards_are_the_env_rewards():
         def update_buffer(self, transition):
             raise AssertionError("a rollout must not learn")
 
-    df = trajectory.greedy_rollout(Still(), env)
+    df = rollouts.greedy_rollout(Still(), env)
     assert len(df) == 52 and (df["action"].iloc[:-1] == 1).all()
     assert df["reward"].sum() == pytest.approx(env.expected_return) == 0.0   # hanging, no force: no reward, no cost
 

@@ -11,7 +11,7 @@ from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.random_mdp import RandomMDPParams
 from rvfx.figures import FIGURES, beta_vs_normal, exploration_table, illustrations, regret_bound
 from rvfx.figures.common import plt
-from rvfx.spec import load_spec
+from rvfx.experiment.spec import load_spec
 from cli_helpers import CONFIGS, assert_png
 
 

@@ -8,7 +8,7 @@ import pytest
 from rvfx.envs import ENVS
 from rvfx.envs.random_mdp import RandomMDP, RandomMDPParams
 from rvfx.core.live import live
-from rvfx.params import SpecError, build
+from rvfx.experiment.params import SpecError, build
 
 PARAMS = RandomMDPParams(horizon=3, states=3, actions=2, beta=3.0)
 

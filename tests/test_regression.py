@@ -1,7 +1,7 @@
 """Eq. 5.4: training on perturbed data is an exact posterior sample (eq. 5.3)."""
 import numpy as np
 
-from rvfx.regression import perturbed_sample, posterior
+from rvfx.agents.linear.regression import perturbed_sample, posterior
 
 
 def test_perturbed_sample_has_exact_posterior_mean_and_covariance():

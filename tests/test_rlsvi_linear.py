@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from rvfx.agents.rlsvi_linear import LinearRLSVI, LinearRLSVIParams, backward_solve
-from rvfx.agents.rlsvi_tabular import RLSVIParams, TabularRLSVI
+from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams, backward_solve
+from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.features import coherent_basis
 from rvfx.core.live import live
-from rvfx.params import SpecError, build
+from rvfx.experiment.params import SpecError, build
 
 
 def make_env(size, seed=3, **kw):

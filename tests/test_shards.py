@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from rvfx import results
-from rvfx.spec import load_spec
+from rvfx.experiment import results
+from rvfx.experiment.spec import load_spec
 from cli_helpers import invoke
 
 

@@ -5,7 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from rvfx.cli import main
-from rvfx.spec import load_spec
+from rvfx.experiment.spec import load_spec
 
 BASE = """\
 experiment: tiny

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.core.live import LearningTime, log_grid
-from rvfx.stats import censored_median, fit_loglog
+from rvfx.analysis.stats import censored_median, fit_loglog
 
 
 def test_learning_time_is_first_L_above_one_with_average_regret_at_most_half():
@@ -53,7 +53,7 @@ def test_factorial_effects_recover_known_main_effects_and_pooled_error():
     are flagged, and the pooled s.d. is near 0.5 (24 degrees of freedom: relative s.e. ~ 1/sqrt(48)
     ~ 0.14)."""
     import itertools
-    from rvfx.stats import factorial_effects
+    from rvfx.analysis.stats import factorial_effects
     rng = np.random.default_rng(0)
     rows = []
     for i, (a, b, c) in enumerate(itertools.product((-1, 1), repeat=3)):

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from rvfx.agents.psrl import PSRL, PSRLParams
-from rvfx.agents.rlsvi_tabular import RLSVIParams, TabularRLSVI
-from rvfx.agents.ucrl2 import UCRL2, UCRL2Params, optimistic_transition
+from rvfx.agents.tabular.psrl import PSRL, PSRLParams
+from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
+from rvfx.agents.tabular.ucrl2 import UCRL2, UCRL2Params, optimistic_transition
 from rvfx.core.transition import Transition
 
 H, S, A = 3, 3, 2

@@ -1,11 +1,11 @@
 """Agent registry: name -> (factory(params, env, rng), parameter dataclass)."""
-from rvfx.agents import exploration
+from rvfx.agents.tabular import exploration
 from rvfx.agents.cartpole_reference import CartpoleReferenceParams, make_reference
-from rvfx.agents.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
-from rvfx.agents.psrl import PSRL, PSRLParams
-from rvfx.agents.rlsvi_linear import LinearRLSVI, LinearRLSVIParams
-from rvfx.agents.rlsvi_tabular import RLSVIParams, TabularRLSVI
-from rvfx.agents.ucrl2 import UCRL2, UCRL2Params
+from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
+from rvfx.agents.tabular.psrl import PSRL, PSRLParams
+from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams
+from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
+from rvfx.agents.tabular.ucrl2 import UCRL2, UCRL2Params
 
 AGENTS = {
     "lsvi": (lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "none"), RLSVIParams),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rvfx.envs.cartpole_control import ReferenceAgent
+from rvfx.envs.cartpole.control import ReferenceAgent
 
 
 @dataclass(frozen=True)

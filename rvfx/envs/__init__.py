@@ -1,5 +1,5 @@
 """Environment registry: name -> (class, parameter dataclass)."""
-from rvfx.envs.cartpole import CartpoleSwingUp, CartpoleSwingUpParams
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.random_mdp import RandomMDP, RandomMDPParams
 

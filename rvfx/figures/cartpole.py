@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.envs.cartpole import CartpoleSwingUpParams
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams
 from rvfx.figures import register
 from rvfx.figures.common import band, plt, save, write_table
-from rvfx.results import load_spec_value, load_table
-from rvfx.stats import mean_sem
+from rvfx.experiment.results import load_spec_value, load_table
+from rvfx.analysis.stats import mean_sem
 
 LAST_FRACTION = 0.1            # "final performance" = the last 10% of episodes
 LEARNT_RETURN = 100.0          # mean final return that counts as a learnt swing-up (see above)
@@ -234,7 +234,7 @@ def load_trajectory(results, cos_bound: float, experiment: str = RENDER_EXPERIME
 
 
 def _frames(ax_row, traj: pd.DataFrame, idx, length: float, rail: float):
-    from rvfx.cartpole_draw import draw_cartpole
+    from rvfx.envs.cartpole.draw import draw_cartpole
     for ax, i in zip(ax_row, idx):
         r = traj.iloc[i]
         paid = rewarded(r["reward"])

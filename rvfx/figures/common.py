@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from rvfx.stats import fit_loglog, mean_sem  # noqa: E402
+from rvfx.analysis.stats import fit_loglog, mean_sem  # noqa: E402
 
 
 def save(fig, out: Path, name: str) -> list[Path]:

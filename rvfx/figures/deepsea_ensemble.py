@@ -6,8 +6,8 @@ import pandas as pd
 
 from rvfx.figures import register
 from rvfx.figures.common import band, learning_times, plt, run_dots, save, size_scaling_figure, write_table
-from rvfx.results import load_spec_value, load_table
-from rvfx.stats import censored_median, mean_sem
+from rvfx.experiment.results import load_spec_value, load_table
+from rvfx.analysis.stats import censored_median, mean_sem
 
 # Fig. 14's plateau: the smallest K whose median learning time is within this factor of the best K's
 # (the paper reads "the marginal benefits seem to plateau around K=20" off its regret curves).

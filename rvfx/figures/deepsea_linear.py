@@ -8,8 +8,8 @@ import pandas as pd
 
 from rvfx.figures import register
 from rvfx.figures.common import band, learning_times, plt, run_dots, save, scaling_panel, slope_row, write_table
-from rvfx.results import load_spec_value, load_table
-from rvfx.stats import censored_median, fit_loglog, mean_sem
+from rvfx.experiment.results import load_spec_value, load_table
+from rvfx.analysis.stats import censored_median, fit_loglog, mean_sem
 
 LT_LABEL = "learning time (episodes, eq. 7.1)"
 CENSORED_NOTE = "dots: runs; line: median; open triangles: censored runs at their cap"

@@ -6,8 +6,8 @@ import pandas as pd
 
 from rvfx.figures import register
 from rvfx.figures.common import band, learning_times, plt, save, size_scaling_figure, write_table
-from rvfx.results import load_spec_value, load_table
-from rvfx.stats import censored_median, mean_sem
+from rvfx.experiment.results import load_spec_value, load_table
+from rvfx.analysis.stats import censored_median, mean_sem
 
 
 @register("deepsea_tabular", ["deepsea_tabular"],

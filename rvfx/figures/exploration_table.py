@@ -16,8 +16,8 @@ import pandas as pd
 
 from rvfx.figures import register
 from rvfx.figures.common import learning_times, plt, run_dots, save, write_table
-from rvfx.results import load_table
-from rvfx.stats import censored_median
+from rvfx.experiment.results import load_table
+from rvfx.analysis.stats import censored_median
 
 # Spec agent label -> (Table 1 row, the paper's entry).
 METHODS = {

@@ -21,13 +21,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from rvfx.agents.rlsvi_tabular import RLSVIParams, TabularRLSVI
+from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.core.backward_induction import backward_induction
 from rvfx.core.live import live
 from rvfx.envs.random_mdp import RandomMDP, RandomMDPParams
 from rvfx.figures import register
 from rvfx.figures.common import plt, save, write_table
-from rvfx.results import load_table
+from rvfx.experiment.results import load_table
 
 ENV_KEYS = ["env.horizon", "env.states", "env.actions", "env.beta"]
 

@@ -22,10 +22,10 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from rvfx.agents.diagnostics import EnsembleDiagnostics
-from rvfx.agents.tabular import greedy_policy
-from rvfx.envs.representations import Representation, RepresentationKind, num_actions, representation_for
-from rvfx.nn import EnsembleMLP, PriorEnsemble, Tape
+from rvfx.agents.neural.diagnostics import EnsembleDiagnostics
+from rvfx.agents.tabular.base import greedy_policy
+from rvfx.agents.neural.representations import Representation, RepresentationKind, num_actions, representation_for
+from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
 
 Mask = Literal["bootstrap", "gaussian", "none"]
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from rvfx import results
+from rvfx.experiment import results
 from rvfx.agents import AGENTS, make_agent
 from rvfx.envs import ENVS
 from rvfx.core.live import live
-from rvfx.trajectory import final_rollout
+from rvfx.envs.cartpole.rollouts import final_rollout
 
 
 def seed_sequence(*parts) -> np.random.SeedSequence:

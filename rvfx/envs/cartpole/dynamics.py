@@ -201,7 +201,7 @@ class CartpoleSwingUp:
         t = 0, and "reference_000", "reference_050", ...: every 50th state, with its time, of the
         reference controller's swing-up from the noiseless hanging start. Deterministic: it neither
         draws from nor moves this env (its own env, init_noise 0, a fresh rng)."""
-        from rvfx.envs.cartpole_control import reference_episode
+        from rvfx.envs.cartpole.control import reference_episode
 
         p = self.params
 

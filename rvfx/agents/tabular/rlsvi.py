@@ -16,8 +16,8 @@ from typing import Literal
 import numpy as np
 
 from rvfx.core.backward_induction import backward_induction
-from rvfx.agents.tabular import ActRule, TabularAgent, TransitionStore, act_fields
-from rvfx.params import Expr, evaluate
+from rvfx.agents.tabular.base import ActRule, TabularAgent, TransitionStore, act_fields
+from rvfx.experiment.params import Expr, evaluate
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.tabular import TabularAgent
+from rvfx.agents.tabular.base import TabularAgent
 from rvfx.core.backward_induction import backward_induction
 
 

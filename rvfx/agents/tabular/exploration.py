@@ -54,7 +54,7 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.tabular import ActRule, TabularAgent, act_fields
+from rvfx.agents.tabular.base import ActRule, TabularAgent, act_fields
 from rvfx.core.backward_induction import backward_induction
 from rvfx.core.live import live
 from rvfx.core.transition import Transition

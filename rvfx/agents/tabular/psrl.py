@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rvfx.agents.tabular import TabularAgent
+from rvfx.agents.tabular.base import TabularAgent
 from rvfx.core.backward_induction import backward_induction
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rvfx.provenance import code_version, environment
+from rvfx.experiment.provenance import code_version, environment
 
 MANIFEST = "manifest.json"
 SHARD_FORMAT = 1

@@ -11,7 +11,7 @@ import re
 
 import yaml
 
-from rvfx.params import SpecError
+from rvfx.experiment.params import SpecError
 
 _INT = re.compile(r"^[-+]?[0-9]+$")
 _FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$")

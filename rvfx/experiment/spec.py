@@ -17,10 +17,10 @@ from typing import Any
 
 import yaml
 
-from rvfx import yaml_lines
+from rvfx.experiment import yaml_lines
 from rvfx.agents import AGENTS
 from rvfx.envs import ENVS
-from rvfx.params import SpecError, build, did_you_mean
+from rvfx.experiment.params import SpecError, build, did_you_mean
 
 SCALES = ("ci", "paper")
 TOP_KEYS = {"experiment", "description", "figures", "env", "agents", "grid", "seeds",

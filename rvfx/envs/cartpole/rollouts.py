@@ -17,7 +17,7 @@ import math
 import pandas as pd
 
 from rvfx.core.live import episode
-from rvfx.envs.cartpole import CartpoleSwingUp
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp
 
 STATE = ["theta", "theta_dot", "x", "x_dot"]
 

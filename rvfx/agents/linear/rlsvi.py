@@ -26,10 +26,10 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.tabular import ActRule, TabularAgent, TransitionStore, act_fields
+from rvfx.agents.tabular.base import ActRule, TabularAgent, TransitionStore, act_fields
 from rvfx.core.backward_induction import backward_induction
 from rvfx.envs.features import coherent_basis, misspecify, one_hot_basis
-from rvfx.params import Expr, evaluate
+from rvfx.experiment.params import Expr, evaluate
 
 Perturbation = Literal["none", "gaussian", "bootstrap"]
 

@@ -1,0 +1,1 @@
+"""Neural value functions: the NumPy MLP ensemble, network inputs, ensemble RLSVI and DQN."""

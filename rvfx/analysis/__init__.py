@@ -1,0 +1,1 @@
+"""Statistics the figures and the report share: censored medians, bootstrap CIs, slopes, growth fits."""

@@ -1,0 +1,1 @@
+"""Running experiments: specs and their parameters, the runner, result shards and tables."""
