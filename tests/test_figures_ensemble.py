@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rvfx.figures.deepsea_ensemble import median_ci, plateau_k
+from rvfx.figures.deepsea_ensemble import plateau_k
 from cli_helpers import CONFIGS, assert_png, invoke
 
 
@@ -60,10 +60,3 @@ def test_plateau_is_the_smallest_k_near_the_best_median():
     assert plateau_k([1, 5, 10, 20, 40], [np.nan, 3000, 1600, 1300, 1250]) == 20
     assert plateau_k([1, 5, 10, 20, 40], [np.nan, 3000, 1450, 1300, 1250]) == 10
     assert plateau_k([1, 5], [np.nan, np.nan]) is None
-
-
-def test_median_ci_treats_censored_runs_as_infinite():
-    med, lo, hi = median_ci(np.array([100.0, 120, 140, np.nan, np.nan]))
-    assert med == 140 and lo <= med and hi == np.inf
-    med, lo, hi = median_ci(np.array([np.nan, np.nan, 5.0]))
-    assert np.isnan(med)

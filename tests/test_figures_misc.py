@@ -109,17 +109,6 @@ def test_analytic_figures_render(tmp_path):
 
 # ------------------------------------------------------------------------------ Table 1
 
-def test_growth_fit_tells_linear_from_exponential():
-    n = np.array([4, 8, 16, 32])
-    lin = exploration_table.fit_growth(n, 3 * n)
-    assert lin.kind == "polynomial" and lin.power == pytest.approx(1.0)
-    m = np.array([3, 5, 7, 9, 11])
-    exp = exploration_table.fit_growth(m, 5 * 2.0 ** m)
-    assert exp.kind == "exponential" and exp.base == pytest.approx(2.0)
-    assert exploration_table.fit_growth(n, [np.nan] * 4).kind == "none within budget"
-    assert exploration_table.fit_growth([3, 4], [10, 40]).kind == "too few sizes"
-
-
 def fake_runs(tmp_path):
     """runs.csv of exploration_table with known learning times: N, 2^N, and never."""
     rows = []

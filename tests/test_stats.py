@@ -3,7 +3,9 @@ import numpy as np
 import pandas as pd
 
 from rvfx.core.live import LearningTime, log_grid
-from rvfx.analysis.stats import censored_median, fit_loglog
+import pytest
+
+from rvfx.analysis.stats import censored_median, fit_growth, fit_loglog, median_ci
 
 
 def test_learning_time_is_first_L_above_one_with_average_regret_at_most_half():
@@ -66,3 +68,21 @@ def test_factorial_effects_recover_known_main_effects_and_pooled_error():
     for f, true in (("A", 6.0), ("B", 0.0), ("C", -2.0)):
         assert abs(eff.loc[f, "effect"] - true) < 3 * true_se
     assert eff.loc["A", "effect > 2 s.e."] and eff.loc["C", "effect > 2 s.e."]
+
+
+def test_growth_fit_tells_linear_from_exponential():
+    n = np.array([4, 8, 16, 32])
+    lin = fit_growth(n, 3 * n)
+    assert lin.kind == "polynomial" and lin.power == pytest.approx(1.0)
+    m = np.array([3, 5, 7, 9, 11])
+    exp = fit_growth(m, 5 * 2.0 ** m)
+    assert exp.kind == "exponential" and exp.base == pytest.approx(2.0)
+    assert fit_growth(n, [np.nan] * 4).kind == "none within budget"
+    assert fit_growth([3, 4], [10, 40]).kind == "too few sizes"
+
+
+def test_median_ci_treats_censored_runs_as_infinite():
+    med, lo, hi = median_ci(np.array([100.0, 120, 140, np.nan, np.nan]))
+    assert med == 140 and lo <= med and hi == np.inf
+    med, lo, hi = median_ci(np.array([np.nan, np.nan, 5.0]))
+    assert np.isnan(med)

@@ -1,4 +1,5 @@
-"""Summaries of learning times: per-size medians with censoring, and log-log slopes with a bootstrap CI.
+"""Summaries of learning times: censored medians and their CIs, log-log slopes with a bootstrap CI,
+growth fits; means with standard errors; factorial effects.
 
 A run that never learns within its budget is censored at its cap (learning time
 > cap). Medians treat it as +inf, so a size's median is known while fewer than
@@ -7,6 +8,7 @@ fit and reported, not dropped silently.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +64,62 @@ def mean_sem(df: pd.DataFrame, by: list[str], value: str) -> pd.DataFrame:
     out = g.agg(["mean", "std", "count"]).reset_index()
     out["sem"] = out["std"].fillna(0.0) / np.sqrt(out["count"])
     return out
+
+
+def mean_sem_all(df: pd.DataFrame, value: str) -> pd.Series:
+    """`mean_sem` of `value` over all rows of `df` as one group: mean, std, count, sem."""
+    return mean_sem(df.assign(_all=0), ["_all"], value).iloc[0]
+
+
+def median_ci(times: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
+    """Censored median of learning times (NaN = censored, i.e. +inf) and its bootstrap percentile CI.
+
+    An interval end that is censored (> the cap) is returned as inf."""
+    times = np.asarray(times, float)
+    rng = np.random.default_rng(seed)
+    boots = np.array([censored_median(rng.choice(times, len(times))) for _ in range(n_boot)])
+    boots = np.where(np.isnan(boots), np.inf, boots)
+    a = (1 - level) / 2
+    lo, hi = np.quantile(boots, [a, 1 - a], method="inverted_cdf") if len(times) else (np.nan, np.nan)
+    return censored_median(times), float(lo), float(hi)
+
+
+AMBIGUOUS = 2.0
+"""A fit wins only with a residual sum of squares this many times smaller than the other's,
+over sizes spanning at least a factor of 2; otherwise the growth is called ambiguous."""
+
+
+@dataclass
+class Growth:
+    kind: str            # polynomial | exponential | ambiguous | none within budget | too few sizes
+    power: float         # p of N^p
+    base: float          # b of b^N
+    rss_power: float
+    rss_exp: float
+    sizes: list
+
+
+def fit_growth(sizes, medians) -> Growth:
+    """Fit log(median) against log N and against N over the sizes with a finite median."""
+    sizes = np.asarray(sizes, float)
+    med = np.asarray(medians, float)
+    ok = np.isfinite(med)
+    if ok.sum() == 0:
+        return Growth("none within budget", math.nan, math.nan, math.nan, math.nan, [])
+    if ok.sum() < 2:
+        return Growth("too few sizes", math.nan, math.nan, math.nan, math.nan, sizes[ok].tolist())
+    x, y = sizes[ok], np.log(med[ok])
+    cp = np.polyfit(np.log(x), y, 1)
+    ce = np.polyfit(x, y, 1)
+    rss_p = float(np.sum((np.polyval(cp, np.log(x)) - y) ** 2))
+    rss_e = float(np.sum((np.polyval(ce, x) - y) ** 2))
+    if len(x) < 3:
+        kind = "too few sizes"                 # two points fit both exactly
+    elif max(rss_p, rss_e) < AMBIGUOUS * min(rss_p, rss_e) or x.max() < 2 * x.min():
+        kind = "ambiguous"
+    else:
+        kind = "polynomial" if rss_p < rss_e else "exponential"
+    return Growth(kind, float(cp[0]), float(math.exp(ce[0])), rss_p, rss_e, x.tolist())
 
 
 def factorial_effects(runs: pd.DataFrame, factors: list[str], cell: str, response: str) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams
 from rvfx.figures import register
 from rvfx.figures.common import band, plt, save, write_table
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.analysis.stats import mean_sem
+from rvfx.analysis.stats import mean_sem_all
 
 LAST_FRACTION = 0.1            # "final performance" = the last 10% of episodes
 LEARNT_RETURN = 100.0          # mean final return that counts as a learnt swing-up (see above)
@@ -117,7 +117,7 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
         tail = g[g["episode"] >= tail_from]
         tail_reached = tail.groupby("run_id")["_reached"].any().reindex(ever.index, fill_value=False)
         tail_mean = tail.groupby("run_id")["return"].mean()
-        m = mean_sem(tail_mean.to_frame().assign(k=0), ["k"], "return").iloc[0] if len(tail_mean) else None
+        m = mean_sem_all(tail_mean.to_frame(), "return") if len(tail_mean) else None
         n = len(ever)
         learnt = tail_mean >= LEARNT_RETURN
         greedy = final.reindex(ever.index, fill_value=0)

@@ -7,24 +7,11 @@ import pandas as pd
 from rvfx.figures import register
 from rvfx.figures.common import band, learning_times, plt, run_dots, save, size_scaling_figure, write_table
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.analysis.stats import censored_median, mean_sem
+from rvfx.analysis.stats import mean_sem_all, median_ci
 
 # Fig. 14's plateau: the smallest K whose median learning time is within this factor of the best K's
 # (the paper reads "the marginal benefits seem to plateau around K=20" off its regret curves).
 PLATEAU_TOLERANCE = 1.2
-
-
-def median_ci(times: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
-    """Censored median of learning times (NaN = censored, i.e. +inf) and its bootstrap percentile CI.
-
-    An interval end that is censored (> the cap) is returned as inf."""
-    times = np.asarray(times, float)
-    rng = np.random.default_rng(seed)
-    boots = np.array([censored_median(rng.choice(times, len(times))) for _ in range(n_boot)])
-    boots = np.where(np.isnan(boots), np.inf, boots)
-    a = (1 - level) / 2
-    lo, hi = np.quantile(boots, [a, 1 - a], method="inverted_cdf") if len(times) else (np.nan, np.nan)
-    return censored_median(times), float(lo), float(hi)
 
 
 def plateau_k(ks, medians, tolerance: float = PLATEAU_TOLERANCE):
@@ -64,7 +51,7 @@ def fig_ensemble(results, out):
         run_dots(ax2, np.full(len(lt), float(k)), lt, r["episodes_run"].to_numpy(float), f"C{i}", i,
                  spread=0.06, size=10, alpha=0.4)
         med, lo, hi = median_ci(lt)
-        final = mean_sem(r.assign(_=0), ["_"], "final_cum_regret").iloc[0]
+        final = mean_sem_all(r, "final_cum_regret")
         rows.append({"K": int(k), "seeds": len(r), "median learning time": med, "lo": lo, "hi": hi,
                      "censored": int(r["censored"].sum()), "episodes": int(r["episodes_run"].max()),
                      "final regret": f"{final['mean']:.1f} ± {final['sem']:.1f}"})

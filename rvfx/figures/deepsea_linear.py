@@ -9,7 +9,7 @@ import pandas as pd
 from rvfx.figures import register
 from rvfx.figures.common import band, learning_times, plt, run_dots, save, scaling_panel, slope_row, write_table
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.analysis.stats import censored_median, fit_loglog, mean_sem
+from rvfx.analysis.stats import censored_median, fit_loglog, mean_sem, mean_sem_all
 
 LT_LABEL = "learning time (episodes, eq. 7.1)"
 CENSORED_NOTE = "dots: runs; line: median; open triangles: censored runs at their cap"
@@ -126,7 +126,7 @@ def fig_linear_regret(results, out):
                  "dashed: treasure only, dotted: bomb only", fontsize=8)
     rows = []
     for (agent, chest), g in runs.groupby(["agent", "env.treasure"], sort=False):
-        m = mean_sem(g.assign(k=0), ["k"], "final_cum_regret").iloc[0]
+        m = mean_sem_all(g, "final_cum_regret")
         lt = learning_times(g)
         rows.append({"agent": agent, "chest": "treasure" if chest else "bomb", "seeds": len(g),
                      "episodes": int(g["episodes_run"].max()),
@@ -356,7 +356,7 @@ def fig_tuning_v(results, out):
         band(ax, g, "agent.v", "final_cum_regret", "learn_grlsvi", color="C0")
         s = mean_sem(g, ["agent.v"], "final_cum_regret").sort_values("agent.v")
         if not b.empty:
-            bm = mean_sem(b.assign(k=0), ["k"], "final_cum_regret").iloc[0]
+            bm = mean_sem_all(b, "final_cum_regret")
             ax.axhline(bm["mean"], color="k", ls="--", label="learn_brlsvi (bootstrap, no v to choose)")
             ax.axhspan(bm["mean"] - bm["sem"], bm["mean"] + bm["sem"], color="k", alpha=0.15)
         ax.axhline(0.99 * T, color="grey", ls=":", lw=0.8, label="never opens the chest (0.99 T)")

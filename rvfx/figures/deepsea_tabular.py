@@ -7,7 +7,7 @@ import pandas as pd
 from rvfx.figures import register
 from rvfx.figures.common import band, learning_times, plt, save, size_scaling_figure, write_table
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.analysis.stats import censored_median, mean_sem
+from rvfx.analysis.stats import censored_median, mean_sem_all
 
 
 @register("deepsea_tabular", ["deepsea_tabular"],
@@ -37,7 +37,7 @@ def fig_regret(results, out):
     for agent, g in runs.groupby("agent", sort=False):
         row = {"agent": agent}
         for name, sub in (("all", g), ("treasure", g[g["env.treasure"]]), ("bomb", g[~g["env.treasure"]])):
-            m = mean_sem(sub.assign(k=0), ["k"], "final_cum_regret").iloc[0]
+            m = mean_sem_all(sub, "final_cum_regret")
             row[f"{name}: regret"] = f"{m['mean']:.1f} ± {m['sem']:.1f} (n={int(m['count'])})"
         row["episodes"] = int(g["episodes_run"].max())
         lt = censored_median(learning_times(g[g["env.treasure"]]))

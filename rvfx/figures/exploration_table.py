@@ -9,7 +9,6 @@ which fits better (smaller residual sum of squares in log T) and gives both.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -17,7 +16,7 @@ import pandas as pd
 from rvfx.figures import register
 from rvfx.figures.common import learning_times, plt, run_dots, save, write_table
 from rvfx.experiment.results import load_table
-from rvfx.analysis.stats import censored_median
+from rvfx.analysis.stats import Growth, censored_median, fit_growth
 
 # Spec agent label -> (Table 1 row, the paper's entry).
 METHODS = {
@@ -30,44 +29,6 @@ METHODS = {
     "randomized_rlsvi": ("randomized (RLSVI)", "Θ(N)"),
     "randomized_thompson": ("randomized (Thompson, §4 prior)", "Θ(N)"),
 }
-
-
-AMBIGUOUS = 2.0
-"""A fit wins only with a residual sum of squares this many times smaller than the other's,
-over sizes spanning at least a factor of 2; otherwise the growth is called ambiguous."""
-
-
-@dataclass
-class Growth:
-    kind: str            # polynomial | exponential | ambiguous | none within budget | too few sizes
-    power: float         # p of N^p
-    base: float          # b of b^N
-    rss_power: float
-    rss_exp: float
-    sizes: list
-
-
-def fit_growth(sizes, medians) -> Growth:
-    """Fit log(median) against log N and against N over the sizes with a finite median."""
-    sizes = np.asarray(sizes, float)
-    med = np.asarray(medians, float)
-    ok = np.isfinite(med)
-    if ok.sum() == 0:
-        return Growth("none within budget", math.nan, math.nan, math.nan, math.nan, [])
-    if ok.sum() < 2:
-        return Growth("too few sizes", math.nan, math.nan, math.nan, math.nan, sizes[ok].tolist())
-    x, y = sizes[ok], np.log(med[ok])
-    cp = np.polyfit(np.log(x), y, 1)
-    ce = np.polyfit(x, y, 1)
-    rss_p = float(np.sum((np.polyval(cp, np.log(x)) - y) ** 2))
-    rss_e = float(np.sum((np.polyval(ce, x) - y) ** 2))
-    if len(x) < 3:
-        kind = "too few sizes"                 # two points fit both exactly
-    elif max(rss_p, rss_e) < AMBIGUOUS * min(rss_p, rss_e) or x.max() < 2 * x.min():
-        kind = "ambiguous"
-    else:
-        kind = "polynomial" if rss_p < rss_e else "exponential"
-    return Growth(kind, float(cp[0]), float(math.exp(ce[0])), rss_p, rss_e, x.tolist())
 
 
 def summarize(runs: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
