@@ -1,5 +1,6 @@
 # rvfx: `make reproduce` runs every spec at SCALE, draws every figure and tests the paper's claims
-# (report.md, report.html; verdicts, never a failure); `make test` runs the tests.
+# (report.md, report.html; verdicts, never a failure); `make test` checks the import layers
+# (`make lint`) and runs the tests.
 SCALE ?= ci
 JOBS ?= 2
 OUT ?= results
@@ -9,7 +10,7 @@ VENV := .venv
 RVFX := $(VENV)/bin/rvfx
 SPECS := $(sort $(wildcard configs/*.yaml))
 
-.PHONY: install reproduce run plot report test bench clean
+.PHONY: install reproduce run plot report lint test bench clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +31,10 @@ report: install
 
 reproduce: run plot report
 
-test: install
+lint: install
+	$(VENV)/bin/lint-imports
+
+test: install lint
 	$(VENV)/bin/pytest -q
 
 bench: install

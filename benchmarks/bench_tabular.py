@@ -58,7 +58,7 @@ def ms_per_episode(agent, env, episodes: int) -> float:
 
 def setup(name, n, seed=0):
     env = DeepSea(DeepSeaParams(size=n), np.random.default_rng(seed))
-    return make_agent(name, AGENTS[name][1](), env, np.random.default_rng(seed)), env
+    return make_agent(name, AGENTS[name].params(), env, np.random.default_rng(seed)), env
 
 
 def main():

@@ -11,8 +11,9 @@ from rvfx.experiment.params import SpecError
 
 def _load(spec_path, scale, sets):
     from rvfx.experiment.spec import load_spec
+    from rvfx.figures import FIGURES
     try:
-        return load_spec(spec_path, scale, tuple(sets))
+        return load_spec(spec_path, scale, tuple(sets), figure_ids=FIGURES)
     except SpecError as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(2)
@@ -177,7 +178,7 @@ def list_():
         click.echo(f"  {f.id:28s} from {', '.join(f.experiments)}: {f.caption}")
     for title, registry in (("agents", AGENTS), ("environments", ENVS)):
         click.echo(f"{title}:")
-        for name, (_, params_cls) in registry.items():
+        for name, (_, params_cls, *_) in registry.items():
             click.echo(f"  {name}")
             for pname, tname, default, doc in describe(params_cls):
                 click.echo(f"      {pname} ({tname}, default {default!r}): {doc}")

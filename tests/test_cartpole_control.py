@@ -111,6 +111,6 @@ def test_reference_agent_runs_through_live_whatever_the_observation():
     returns = {}
     for obs in ("raw", "trig"):
         env = CartpoleSwingUp(CartpoleSwingUpParams(observation=obs), np.random.default_rng(7))
-        agent = make_agent("cartpole_reference", AGENTS["cartpole_reference"][1](), env, None)
+        agent = make_agent("cartpole_reference", AGENTS["cartpole_reference"].params(), env, None)
         returns[obs] = [row["return"] for row in live(agent, env, 2, log_every="all")["episodes"]]
     assert returns["raw"] == returns["trig"] and min(returns["raw"]) >= 800

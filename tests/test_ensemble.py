@@ -7,7 +7,7 @@ import pytest
 from rvfx.agents.neural.ensemble import (DQNParams, EnsembleBuffer, EnsembleParams, EnsembleRLSVI,
                                   make_ensemble_agent, td_step)
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.agents.neural.representations import (DenseVector, OneHotPixels, TableFeatures, num_actions,
+from rvfx.agents.neural.representations import (DenseVector, OneHotPixels, TableFeatures,
                                        representation_for)
 from rvfx.core.live import live
 from rvfx.core.transition import Transition
@@ -288,9 +288,9 @@ def test_representations():
     env = small_sea(7)
     rep = representation_for(env)
     assert isinstance(rep, OneHotPixels) and rep.input_dim == 49 and rep.encode((2, 3)) == 17
-    assert num_actions(env) == 2
+    assert env.num_actions == 2
     dense = representation_for(FakeVectorEnv())
-    assert isinstance(dense, DenseVector) and dense.input_dim == 3 and num_actions(FakeVectorEnv()) == 3
+    assert isinstance(dense, DenseVector) and dense.input_dim == 3 and FakeVectorEnv().num_actions == 3
     table = TableFeatures(np.arange(12.0).reshape(4, 3), lambda s: s[0] * 2 + s[1])
     np.testing.assert_array_equal(table.inputs(np.array([table.encode((1, 1))])), [[9.0, 10.0, 11.0]])
 
@@ -365,7 +365,7 @@ def test_stored_prior_values_equal_the_prior_network(monkeypatch):
     sea = small_sea(4)
     table = TableFeatures(np.random.default_rng(0).standard_normal((16, 5)), lambda s: s[0] * 4 + s[1])
     for env, rep in ((FakeVectorEnv(), DenseVector(3)), (sea, table)):
-        agent = EnsembleRLSVI(params, rep, num_actions(env), np.random.default_rng(15))
+        agent = EnsembleRLSVI(params, rep, env.num_actions, np.random.default_rng(15))
         live(agent, env, 6)
         buf, ens = agent.buffer, agent.ensemble
         n = buf.size

@@ -16,7 +16,7 @@ from rvfx.core.live import live
 
 def make(name, n, seed, treasure=True, **params):
     env = DeepSea(DeepSeaParams(size=n, treasure=treasure), np.random.default_rng(seed))
-    factory, params_cls = AGENTS[name]
+    factory, params_cls = AGENTS[name].factory, AGENTS[name].params
     return factory(params_cls(**params), env, np.random.default_rng(10_000 + seed)), env
 
 
@@ -135,5 +135,5 @@ def test_structured_agents_refuse_noisy_rewards_and_other_environments():
 
 def test_every_right_cost_variant_is_handled():
     env = DeepSea(DeepSeaParams(size=6, move_cost="every_right"), np.random.default_rng(1))
-    agent = AGENTS["deepsea_optimal"][0](AGENTS["deepsea_optimal"][1](), env, np.random.default_rng(2))
+    agent = AGENTS["deepsea_optimal"].factory(AGENTS["deepsea_optimal"].params(), env, np.random.default_rng(2))
     assert first_open(agent, env, 7) is not None

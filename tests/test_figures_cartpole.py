@@ -63,7 +63,7 @@ def test_balance_control_starts_upright(results):
 
 def test_learnt_means_a_final_return_of_100_not_one_pass_through_the_box(tmp_path):
     """Scattered visits to the reward box count as 'reached', not as 'learnt'; the final greedy
-    episode counts as swinging up only above the box's cos θ bound, as rewarded only with reward."""
+    episode counts as swinging up only above the box's cos θ bound, as rewarded only inside the box."""
     rows = []
     for seed, (visits, final) in enumerate([(5, -6.0), (0, -6.0), (300, 300.0)]):
         for ep in range(1, 21):
@@ -75,9 +75,10 @@ def test_learnt_means_a_final_return_of_100_not_one_pass_through_the_box(tmp_pat
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "spec.yaml").write_text("agents:\n  rlsvi: {algorithm: ensemble_rlsvi}\n")
     theta = {"r0": [math.pi, 0.3, -0.3], "r1": [math.pi, 0.32, math.pi], "r2": [math.pi, 0.1, 0.0]}
-    reward = {"r0": [0, 0, 0], "r1": [0, 0, 0], "r2": [0, 0, 1]}          # cos 0.3 = 0.955, cos 0.32 = 0.949
+    reward = {"r0": [0, 0, 0], "r1": [0, 0, 0], "r2": [0, 1, 1]}          # cos 0.3 = 0.955, cos 0.32 = 0.949
     theta_dot = {"r0": [9, -6, 2], "r1": [0, 9, 9], "r2": [9, 0.5, -0.3]}  # while up: r0 6, 2; r2 0.5, 0.3
-    pd.DataFrame([{"run_id": r, "step": i, "theta": th, "theta_dot": theta_dot[r][i], "reward": reward[r][i]}
+    pd.DataFrame([{"run_id": r, "step": i, "theta": th, "theta_dot": theta_dot[r][i], "x": 0.0, "x_dot": 0.0,
+                   "reward": reward[r][i]}
                   for r in theta for i, th in enumerate(theta[r])]).to_csv(tmp_path / "x" / "trajectory.csv")
     row = figs.summary_rows(tmp_path, "x", eps)[0]
     assert row["reached upright (upright steps > 0), ever"] == "2/3 = 0.67"
@@ -101,8 +102,11 @@ def test_runner_keeps_each_runs_final_greedy_episode_and_the_render_draws_it(res
     assert_png(tmp_path / "cartpole_render.png")
 
 
-def test_no_rollout_for_environments_without_one():
-    assert rollouts.final_rollout(None, object()) is None
+def test_only_cartpole_declares_a_rollout_table():
+    from rvfx.core.protocols import EnvironmentTables
+    from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
+    assert not isinstance(DeepSea(DeepSeaParams(size=3), np.random.default_rng(0)), EnvironmentTables)
+    assert isinstance(CartpoleSwingUp(CartpoleSwingUpParams(), np.random.default_rng(0)), EnvironmentTables)
 
 
 def test_greedy_rollout_learns_nothing_and_its_rewards_are_the_env_rewards():

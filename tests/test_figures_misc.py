@@ -96,14 +96,14 @@ def test_deep_sea_diagram_is_read_from_the_environment():
 
 
 def test_analytic_figures_render(tmp_path):
-    for fig_id, names in (("illustrations", ["fig1_deep_sea", "fig2_rlsvi_uncertainty", "fig3_ensemble"]),
-                          ("beta_vs_normal", ["fig18_beta_vs_normal"])):
+    for fig_id, names in (("illustrations", ["illustrations_deep_sea", "illustrations_rlsvi_uncertainty", "illustrations_ensemble"]),
+                          ("beta_vs_normal", ["beta_vs_normal"])):
         assert FIGURES[fig_id].experiments == ()
         paths = FIGURES[fig_id].draw(tmp_path / "no-results", tmp_path)
         for name in names:
             assert_png(tmp_path / f"{name}.png")
         assert all(p.exists() for p in paths)
-    table = pd.read_csv(tmp_path / "fig18_beta_vs_normal.csv")
+    table = pd.read_csv(tmp_path / "beta_vs_normal.csv")
     assert table["value"].iloc[0] == pytest.approx(beta_vs_normal.set_c()[0], abs=1e-6)
 
 
@@ -217,3 +217,9 @@ def test_regret_bound_end_to_end_from_a_tiny_run(tmp_path):
     ratio = float(table["regret / eq. 6.1"].iloc[0])
     assert ratio == pytest.approx(last.mean() / regret_bound.first_bound(60, 4, 3, 2, 3.0), rel=1e-2)
     assert 0 < ratio < 1
+
+
+def test_every_registered_figure_names_a_drawing_function():
+    import importlib
+    for fig in FIGURES.values():
+        assert callable(getattr(importlib.import_module(f"rvfx.figures.{fig.module}"), fig.function)), fig.id

@@ -1,5 +1,9 @@
 """Bad specs: one message with file, line and key path; exit code 2; nothing written."""
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -105,3 +109,21 @@ def test_parameter_added_later_keeps_run_ids_at_its_default(tmp_path):
     assert "sgd_period" not in default.agent_params and "K" in default.agent_params
     assert explicit.run_id == default.run_id
     assert other.agent_params["sgd_period"] == 4 and other.run_id != default.run_id
+
+
+def test_an_unknown_figure_id_is_named_with_its_line(tmp_path):
+    msg = run_bad(tmp_path, "figures: [deepsea_tabulr]\n" + BASE)
+    assert "bad.yaml:1: figures[0]: unknown figure (did you mean 'deepsea_tabular'?)" in msg
+
+
+def test_validate_loads_no_plotting_library(tmp_path):
+    """`rvfx validate` reads the figure registry, not the figure modules: matplotlib stays unloaded."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("figures: [deepsea_tabular]\n" + BASE)
+    code = ("import sys\nfrom rvfx.cli import main\n"
+            f"sys.argv = ['rvfx', 'validate', {str(spec)!r}]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+            "print('matplotlib' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert out.stdout.strip().endswith("False"), out.stdout + out.stderr

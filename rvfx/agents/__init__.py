@@ -1,31 +1,56 @@
-"""Agent registry: name -> (factory(params, env, rng), parameter dataclass)."""
-from rvfx.agents.tabular import exploration
+"""Agent registry: name -> AgentEntry(factory(params, env, rng), parameter dataclass, requires).
+
+`requires` is what an environment must offer for the agent (a protocol of `rvfx.core.protocols`,
+an environment class, or a tuple of either): `make_agent` checks it.
+"""
+from typing import Callable, NamedTuple
+
 from rvfx.agents.cartpole_reference import CartpoleReferenceParams, make_reference
-from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
-from rvfx.agents.tabular.psrl import PSRL, PSRLParams
 from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams
+from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
+from rvfx.agents.tabular import exploration
+from rvfx.agents.tabular.psrl import PSRL, PSRLParams
 from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.agents.tabular.ucrl2 import UCRL2, UCRL2Params
+from rvfx.core.protocols import Layered, LinearFeatures, VectorObservations
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp
+from rvfx.envs.deep_sea import DeepSea
+
+
+class AgentEntry(NamedTuple):
+    factory: Callable
+    params: type
+    requires: type | tuple
+
 
 AGENTS = {
-    "lsvi": (lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "none"), RLSVIParams),
-    "grlsvi": (lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "gaussian"), RLSVIParams),
-    "brlsvi": (lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "bootstrap"), RLSVIParams),
-    "psrl": (lambda p, env, rng: PSRL(env.shape, rng, p), PSRLParams),
-    "ucrl2": (lambda p, env, rng: UCRL2(env.shape, rng, p), UCRL2Params),
-    "deepsea_optimal": (exploration.make_optimal, exploration.DeepSeaKnownParams),
-    "deepsea_exploitation": (exploration.make_pure_exploitation, exploration.DeepSeaKnownParams),
-    "deepsea_myopic": (exploration.make_myopic, exploration.MyopicParams),
-    "deepsea_thompson": (exploration.make_thompson, exploration.DeepSeaKnownParams),
-    "ensemble_rlsvi": (make_ensemble_agent, EnsembleParams),
-    "dqn": (make_ensemble_agent, DQNParams),
-    "cartpole_reference": (make_reference, CartpoleReferenceParams),
-    "linear_lsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "none"), LinearRLSVIParams),
-    "linear_grlsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "gaussian"), LinearRLSVIParams),
-    "linear_brlsvi": (lambda p, env, rng: LinearRLSVI(env, rng, p, "bootstrap"), LinearRLSVIParams),
+    "lsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "none"), RLSVIParams, Layered),
+    "grlsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "gaussian"), RLSVIParams, Layered),
+    "brlsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "bootstrap"), RLSVIParams, Layered),
+    "psrl": AgentEntry(lambda p, env, rng: PSRL(env.shape, rng, p), PSRLParams, Layered),
+    "ucrl2": AgentEntry(lambda p, env, rng: UCRL2(env.shape, rng, p), UCRL2Params, Layered),
+    "deepsea_optimal": AgentEntry(exploration.make_optimal, exploration.DeepSeaKnownParams, DeepSea),
+    "deepsea_exploitation": AgentEntry(exploration.make_pure_exploitation, exploration.DeepSeaKnownParams, DeepSea),
+    "deepsea_myopic": AgentEntry(exploration.make_myopic, exploration.MyopicParams, DeepSea),
+    "deepsea_thompson": AgentEntry(exploration.make_thompson, exploration.DeepSeaKnownParams, DeepSea),
+    "ensemble_rlsvi": AgentEntry(make_ensemble_agent, EnsembleParams, (VectorObservations, Layered)),
+    "dqn": AgentEntry(make_ensemble_agent, DQNParams, (VectorObservations, Layered)),
+    "cartpole_reference": AgentEntry(make_reference, CartpoleReferenceParams, CartpoleSwingUp),
+    "linear_lsvi": AgentEntry(lambda p, env, rng: LinearRLSVI(env, rng, p, "none"), LinearRLSVIParams,
+                              LinearFeatures),
+    "linear_grlsvi": AgentEntry(lambda p, env, rng: LinearRLSVI(env, rng, p, "gaussian"), LinearRLSVIParams,
+                                LinearFeatures),
+    "linear_brlsvi": AgentEntry(lambda p, env, rng: LinearRLSVI(env, rng, p, "bootstrap"), LinearRLSVIParams,
+                                LinearFeatures),
 }
 
 
+def accepts(name: str, env) -> bool:
+    """Whether agent `name` can act on `env` (it offers what the agent requires)."""
+    return isinstance(env, AGENTS[name].requires)
+
+
 def make_agent(name: str, params, env, rng):
-    factory, _ = AGENTS[name]
-    return factory(params, env, rng)
+    if not accepts(name, env):
+        raise TypeError(f"agent {name!r} cannot act on {type(env).__name__}: it needs {AGENTS[name].requires}")
+    return AGENTS[name].factory(params, env, rng)

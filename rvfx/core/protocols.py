@@ -80,7 +80,7 @@ class VectorObservations(Protocol):
 
 
 @runtime_checkable
-class LinearFeatures(Protocol):
+class LinearFeatures(Layered, Protocol):
     """A layered environment's linear features phi[h, s, a] in R^M (Section 7.1.2), drawn from `rng`."""
 
     def linear_features(self, M: int, rng: np.random.Generator, basis: str) -> np.ndarray: ...

@@ -7,6 +7,7 @@ from typing import Literal
 import numpy as np
 
 from rvfx.core.transition import Transition
+from rvfx.envs.features import Basis, coherent_basis
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class DeepSea:
         self.optimal_return = 0.99 if params.treasure else 0.0
         # Layered tabular shape (H, S, A) for agents that need it.
         self.shape = (n, n, 2)
+        self.num_actions = 2
         self._right = self.right_action.tolist()
         self._row = self._col = 0
         self.expected_return = 0.0
@@ -70,6 +72,10 @@ class DeepSea:
         self._row = row + 1
         new_state = (self._row, self._col) if self._row < self.size else None
         return Transition((row, col), action, reward, new_state, row)
+
+    def linear_features(self, M: int, rng: np.random.Generator, basis: Basis = "random_unit") -> np.ndarray:
+        """The coherent basis of Section 7.1.2 (`features.coherent_basis`): phi (N, N, 2, M) from `rng`."""
+        return coherent_basis(self, M, rng, basis)
 
     def optimal_actions(self) -> np.ndarray:
         """Action index of the optimal policy at every cell (right iff treasure)."""

@@ -9,12 +9,14 @@ instance's ``right_action``.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from rvfx.core.backward_induction import backward_induction
-from rvfx.envs.deep_sea import DeepSea
+
+if TYPE_CHECKING:
+    from rvfx.envs.deep_sea import DeepSea
 
 Basis = Literal["random_unit", "orthonormal"]
 
@@ -104,13 +106,14 @@ def coherent_basis(env: DeepSea, M: int, rng: np.random.Generator,
     return phi.reshape(n, n, 2, M)
 
 
-def one_hot_basis(env: DeepSea) -> np.ndarray:
-    """Tabular features: one indicator per (s, a) of each row, index s * 2 + a (M = 2N).
+def one_hot_basis(env) -> np.ndarray:
+    """Tabular features of a layered environment (`shape` (H, S, A)): one indicator per (s, a)
+    of each row, index s * A + a (M = S A; deep sea: 2N).
 
     With these, linear RLSVI is exactly tabular RLSVI (Section 5.3, X^T X = diag(counts)).
     """
-    n = env.size
-    return np.broadcast_to(np.eye(2 * n).reshape(1, n, 2, 2 * n), (n, n, 2, 2 * n)).copy()
+    H, S, A = env.shape
+    return np.broadcast_to(np.eye(S * A).reshape(1, S, A, S * A), (H, S, A, S * A)).copy()
 
 
 def misspecify(phi: np.ndarray, psi: float, rng: np.random.Generator) -> np.ndarray:

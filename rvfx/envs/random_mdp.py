@@ -55,6 +55,7 @@ class RandomMDP:
             raise ValueError(f"start_state {params.start_state} must be < states {X}")
         self.rng = rng
         self.shape = (H, X, A)
+        self.num_actions = A
         self.alpha0 = np.full(2 * X, params.beta / (2 * X))       # outcomes ordered (r=0, x'), (r=1, x')
         outcome = rng.dirichlet(self.alpha0, size=(max(H - 1, 0), X, A)).reshape(max(H - 1, 0), X, A, 2, X)
         self.outcome = outcome

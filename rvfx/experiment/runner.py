@@ -16,7 +16,7 @@ from rvfx.experiment import results
 from rvfx.agents import AGENTS, make_agent
 from rvfx.envs import ENVS
 from rvfx.core.live import live
-from rvfx.envs.cartpole.rollouts import final_rollout
+from rvfx.core.protocols import run_tables
 
 
 def seed_sequence(*parts) -> np.random.SeedSequence:
@@ -35,18 +35,13 @@ def run_rngs(run) -> tuple[np.random.Generator, np.random.Generator]:
 
 def execute(run) -> dict:
     """Run one RunSpec in this process and return its logged metrics, with the extra per-run
-    tables ("tables") the agent leaves (`run_tables`) and, for cartpole, a greedy rollout of
-    the final policy for rendering."""
+    tables ("tables") the agent and the environment declare (`run_tables`)."""
     env_rng, agent_rng = run_rngs(run)
     env_cls, env_params_cls = ENVS[run.env]
     env = env_cls(env_params_cls(**run.env_params), env_rng)
-    agent = make_agent(run.algorithm, AGENTS[run.algorithm][1](**run.agent_params), env, agent_rng)
+    agent = make_agent(run.algorithm, AGENTS[run.algorithm].params(**run.agent_params), env, agent_rng)
     metrics = live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning)
-    tables = agent.run_tables() if hasattr(agent, "run_tables") else {}
-    trajectory = final_rollout(agent, env)
-    if trajectory is not None:
-        tables["trajectory"] = trajectory
-    metrics["tables"] = tables
+    metrics["tables"] = run_tables(agent, env)
     return metrics
 
 

@@ -140,7 +140,7 @@ def _check_grid(grid, path: str, env_fields, agent_fields) -> dict:
     return grid
 
 
-def _validate_and_expand(spec: dict, scale: str) -> ExperimentSpec:
+def _validate_and_expand(spec: dict, scale: str, figure_ids) -> ExperimentSpec:
     _expect(isinstance(spec, dict), "", "a spec is a mapping")
     _check_keys(spec, TOP_KEYS, "")
     for key in ("experiment", "env", "agents", "seeds", "episodes"):
@@ -150,9 +150,8 @@ def _validate_and_expand(spec: dict, scale: str) -> ExperimentSpec:
     figures = spec.get("figures", [])
     _expect(isinstance(figures, list) and all(isinstance(f, str) for f in figures), "figures",
             "expected a list of figure ids")
-    from rvfx.figures import FIGURES
-    for i, fig in enumerate(figures):
-        _expect(fig in FIGURES, f"figures[{i}]", f"unknown figure{did_you_mean(fig, FIGURES)}")
+    for i, fig in enumerate(figures if figure_ids is not None else []):
+        _expect(fig in figure_ids, f"figures[{i}]", f"unknown figure{did_you_mean(fig, figure_ids)}")
     seeds = _positive_int(spec, "seeds", "seeds")
     episodes = _positive_int(spec, "episodes", "episodes")
     stop = spec.get("stop_at_learning", False)
@@ -177,7 +176,7 @@ def _validate_and_expand(spec: dict, scale: str) -> ExperimentSpec:
         _expect(isinstance(agent, dict) and "algorithm" in agent, ap, "expected a mapping with an 'algorithm'")
         algo = agent["algorithm"]
         _expect(algo in AGENTS, f"{ap}.algorithm", f"unknown algorithm{did_you_mean(str(algo), AGENTS)}")
-        params_cls = AGENTS[algo][1]
+        params_cls = AGENTS[algo].params
         agent_fields = [f.name for f in dataclasses.fields(params_cls)]
         agent_raw = {k: v for k, v in agent.items() if k not in AGENT_KEYS}
         build(params_cls, agent_raw, ap)
@@ -215,7 +214,7 @@ def _check_design(design, agents: dict, env_fields) -> None:
     for i, key in enumerate(factors):
         scope, _, pname = str(key).partition(".")
         fields = env_fields if scope == "env" else \
-            {f.name for a in agents.values() for f in dataclasses.fields(AGENTS[a["algorithm"]][1])}
+            {f.name for a in agents.values() for f in dataclasses.fields(AGENTS[a["algorithm"]].params)}
         _expect(scope in ("env", "agent") and pname in fields, f"design.factors[{i}]",
                 f"expected agent.<param> or env.<param>, got {key!r}")
     _expect(isinstance(controls, list), "design.controls", "expected a list of agent labels")
@@ -223,10 +222,11 @@ def _check_design(design, agents: dict, env_fields) -> None:
         _expect(label in agents, f"design.controls[{i}]", f"unknown agent{did_you_mean(str(label), agents)}")
 
 
-def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = ()) -> ExperimentSpec:
+def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = (), figure_ids=None) -> ExperimentSpec:
     """Read, merge the scale's overrides and `--set key=value`s, validate and expand.
 
-    Every problem raises SpecError naming the file, the line and the key path.
+    Every problem raises SpecError naming the file, the line and the key path. `figure_ids` are
+    the ids `figures:` may name (the CLI passes the figure registry's); None leaves them unchecked.
     """
     data, lines = yaml_lines.load(path)
     try:
@@ -246,7 +246,7 @@ def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = ()) -> Exper
                 raise SpecError(item, "--set takes dotted.key=value", file="--set")
             _set_dotted(merged, key, yaml_lines.parse_value(text))
             lines[key] = None
-        return _validate_and_expand(merged, scale)
+        return _validate_and_expand(merged, scale, figure_ids)
     except SpecError as err:
         if err.file is None:
             err.file = "--set" if err.path in lines and lines[err.path] is None else path

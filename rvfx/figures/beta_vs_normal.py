@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 from scipy import integrate, optimize, stats
 
-from rvfx.figures import register
 from rvfx.figures.common import plt, save, write_table
 
 A, B = 3.0, 2.0
@@ -49,8 +48,6 @@ def optimism_margin(a_grid: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
-@register("beta_vs_normal", [],
-          "Fig. 18: Beta(3,2) vs N(3/5, 1/3): pdfs, cdfs, their differences; dashed lines bound the set C")
 def draw(results, out):
     beta, normal = distributions()
     lo, hi = set_c()
@@ -81,4 +78,4 @@ def draw(results, out):
                {"quantity": "C upper end", "value": round(hi, 6)},
                {"quantity": "E[Beta] - E[Normal]", "value": round(beta.mean() - normal.mean(), 12)},
                {"quantity": "min_a int_a^inf (G - F) ds (>= 0: N >=_SO Beta)", "value": round(float(margin.min()), 8)}]
-    return save(fig, out, "fig18_beta_vs_normal") + write_table(pd.DataFrame(summary), out, "fig18_beta_vs_normal")
+    return save(fig, out, "beta_vs_normal") + write_table(pd.DataFrame(summary), out, "beta_vs_normal")

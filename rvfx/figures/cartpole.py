@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams
-from rvfx.figures import register
+from rvfx.envs.cartpole.draw import draw_cartpole
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams, upright
 from rvfx.figures.common import band, plt, save, write_table
 from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.analysis.stats import mean_sem_all
@@ -68,29 +68,31 @@ def _per_run(g: pd.DataFrame, window: int) -> pd.DataFrame:
     return g
 
 
-def env_param(results, experiment: str, name: str) -> float:
-    """A cartpole parameter as the experiment's spec set it, else its default: e.g. the reward
-    box's bounds upright_cos (cos θ > 0.95) and steady_bound (|θ̇|, |x|, |ẋ| <= 1), Sec. 7.2.2."""
-    value = load_spec_value(results, experiment, ("env", name))
-    return float(getattr(CartpoleSwingUpParams, name) if value is None else value)
+def env_params(results, experiment: str) -> CartpoleSwingUpParams:
+    """The cartpole parameters as the experiment's spec set them (defaults for the rest): e.g. the
+    reward box's bounds upright_cos (cos θ > 0.95) and steady_bound (|θ̇|, |x|, |ẋ| <= 1), Sec. 7.2.2."""
+    env = dict(load_spec_value(results, experiment, ("env",)) or {})
+    env.pop("name", None)
+    return CartpoleSwingUpParams(**env)
 
 
-def rewarded(reward):
-    """Which steps collected the +1 upright reward (minus at most 0.01 action cost)."""
-    return reward > 0.5
+def rewarded(traj: pd.DataFrame, p: CartpoleSwingUpParams):
+    """Which rollout rows collected the +1: the environment's reward box (`upright`) on the state
+    arrived in; s_0 (step 0) was not arrived in by a step."""
+    return upright(np.cos(traj["theta"]), traj["theta_dot"], traj["x"], traj["x_dot"], p) & (traj["step"] > 0)
 
 
-def pole_up(theta, cos_bound: float):
+def pole_up(theta, p: CartpoleSwingUpParams):
     """Which steps have the pole up: cos θ above the reward box's bound."""
-    return np.cos(theta) > cos_bound
+    return np.cos(theta) > p.upright_cos
 
 
-def final_rollouts(traj: pd.DataFrame, cos_bound: float) -> pd.DataFrame:
+def final_rollouts(traj: pd.DataFrame, p: CartpoleSwingUpParams) -> pd.DataFrame:
     """Per run, what its final greedy policy does in one episode (rows of trajectory.csv): on how
     many steps the pole is up, on how many it collects the upright reward, and the median |θ̇|
     while up (NaN if never), which tells a pole held up from one spinning through the top."""
-    up = pole_up(traj["theta"], cos_bound)
-    by = traj.assign(_up=up, _rewarded=rewarded(traj["reward"])).groupby("run_id")
+    up = pole_up(traj["theta"], p)
+    by = traj.assign(_up=up, _rewarded=rewarded(traj, p)).groupby("run_id")
     speed = traj["theta_dot"].abs()[up].groupby(traj["run_id"][up]).median()
     return pd.DataFrame({"up_steps": by["_up"].sum(), "rewarded_steps": by["_rewarded"].sum(), "up_speed": speed})
 
@@ -104,9 +106,9 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
     and what the final greedy policies do."""
     rows = []
     crit = "upright steps > 0"
-    cos_bound = env_param(results, experiment, "upright_cos")
-    steady = env_param(results, experiment, "steady_bound")
-    final = final_rollouts(load_table(results, experiment, "trajectory"), cos_bound)
+    p = env_params(results, experiment)
+    cos_bound, steady = p.upright_cos, p.steady_bound
+    final = final_rollouts(load_table(results, experiment, "trajectory"), p)
     for label, g in _groups(results, experiment, eps):
         g = g.assign(_reached=reached(g))
         last_ep = int(g["episode"].max())
@@ -170,24 +172,15 @@ def learning_curves(results, experiment: str, title: str, name: str, out):
     return save(fig, out, name) + write_table(table, out, f"{name}_summary")
 
 
-@register("cartpole_dqn", ["cartpole_dqn"],
-          "Fig. 16: DQN with epsilon annealed 1->0 over several schedules on cartpole swing-up; "
-          "episodic reward, mean +- 1 s.e.m., and the fraction of seeds reaching the upright reward")
 def fig_dqn(results, out):
     return learning_curves(results, "cartpole_dqn", "Cartpole swing-up, DQN (Fig. 16)", "cartpole_dqn", out)
 
 
-@register("cartpole_rlsvi", ["cartpole_rlsvi"],
-          "Fig. 17: ensemble RLSVI (K=20) with a 50-50 MLP vs one-layer and linear value functions; "
-          "episodic reward, mean +- 1 s.e.m., and the fraction of seeds reaching the upright reward")
 def fig_rlsvi(results, out):
     return learning_curves(results, "cartpole_rlsvi", "Cartpole swing-up, ensemble RLSVI (Fig. 17)",
                            "cartpole_rlsvi", out)
 
 
-@register("cartpole_balance", ["cartpole_balance"],
-          "Control for Figs. 16-17: the same agents started upright (no exploration needed to find the "
-          "reward); episodic reward, mean +- 1 s.e.m., and which of them learn to balance")
 def fig_balance(results, out):
     return learning_curves(results, "cartpole_balance", "Cartpole started upright (control)",
                            "cartpole_balance", out)
@@ -221,39 +214,33 @@ def pick_run(eps: pd.DataFrame, agent: str = RENDER_AGENT, among=None, rollouts=
     return str(score.iloc[0]["run_id"])
 
 
-def load_trajectory(results, cos_bound: float, experiment: str = RENDER_EXPERIMENT):
+def load_trajectory(results, p: CartpoleSwingUpParams, experiment: str = RENDER_EXPERIMENT):
     """For the run pick_run chooses: the rows of its final greedy episode (from
     <experiment>/trajectory.csv, which the runner writes for every cartpole run), its rows of
     episodes.csv, and its final_rollouts row (named by the run id)."""
     eps = load_table(results, experiment, "episodes")
     traj = load_table(results, experiment, "trajectory")
-    rollouts = final_rollouts(traj, cos_bound)
+    rollouts = final_rollouts(traj, p)
     run_id = pick_run(eps, among=set(traj["run_id"]), rollouts=rollouts)
     return (traj[traj["run_id"] == run_id].sort_values("step"), eps[eps["run_id"] == run_id],
             rollouts.loc[run_id])
 
 
-def _frames(ax_row, traj: pd.DataFrame, idx, length: float, rail: float):
-    from rvfx.envs.cartpole.draw import draw_cartpole
+def _frames(ax_row, traj: pd.DataFrame, paid_mask, idx, p: CartpoleSwingUpParams):
     for ax, i in zip(ax_row, idx):
-        r = traj.iloc[i]
-        paid = rewarded(r["reward"])
-        draw_cartpole(ax, r["theta"], r["x"], length=length, rail=rail, color="tab:green" if paid else "tab:blue")
+        r, paid = traj.iloc[i], paid_mask[i]
+        draw_cartpole(ax, r["theta"], r["x"], length=p.length, rail=p.rail, color="tab:green" if paid else "tab:blue")
         ax.set_title(f"t={r['t']:.2f}" + (" +1" if paid else ""), fontsize=7)
 
 
-@register("cartpole_render", [RENDER_EXPERIMENT],
-          "Greedy rollout of a learned ensemble-RLSVI policy on cartpole swing-up (one seed: the final "
-          "greedy episode with the most rewarded, then pole-up, steps): strips of frames, pole green "
-          "while rewarded, and theta, x over time")
 def fig_render(results, out):
-    length, rail, cos_bound, steady = (env_param(results, RENDER_EXPERIMENT, k)
-                                       for k in ("length", "rail", "upright_cos", "steady_bound"))
-    traj, run_eps, rollout = load_trajectory(results, cos_bound)
+    p = env_params(results, RENDER_EXPERIMENT)
+    rail, cos_bound, steady = p.rail, p.upright_cos, p.steady_bound
+    traj, run_eps, rollout = load_trajectory(results, p)
     traj = traj.reset_index(drop=True)
     n_frames = 10
-    rewarded_mask = rewarded(traj["reward"].to_numpy())
-    up_mask = pole_up(traj["theta"].to_numpy(), cos_bound)
+    rewarded_mask = rewarded(traj, p).to_numpy()
+    up_mask = pole_up(traj["theta"].to_numpy(), p)
     hit = np.flatnonzero(rewarded_mask if rewarded_mask.any() else up_mask)
     whole = np.linspace(0, len(traj) - 1, n_frames).round().astype(int)
     if hit.size:        # zoom on the swing-up: 2 s before the first rewarded (else up) step to 0.5 s after
@@ -268,8 +255,8 @@ def fig_render(results, out):
     grid = fig.add_gridspec(3, n_frames, height_ratios=[0.9, 0.9, 2.2], hspace=0.5, wspace=0.08)
     row1 = [fig.add_subplot(grid[0, j]) for j in range(n_frames)]
     row2 = [fig.add_subplot(grid[1, j]) for j in range(n_frames)]
-    _frames(row1, traj, whole, length, rail)
-    _frames(row2, traj, zoom, length, rail)
+    _frames(row1, traj, rewarded_mask, whole, p)
+    _frames(row2, traj, rewarded_mask, zoom, p)
     row1[0].set_ylabel("whole\nepisode", fontsize=8)
     row2[0].set_ylabel(zoom_title.replace(": ", ":\n", 1), fontsize=7)
     ax = fig.add_subplot(grid[2, :])

@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.figures import register
 from rvfx.figures.cartpole import LAST_FRACTION, LEARNT_RETURN, reached
 from rvfx.figures.common import plt, save, write_table
 from rvfx.experiment.results import load_spec_value, load_table
@@ -125,9 +124,6 @@ def _cell_panel(ax, runs, col, label):
     ax.set_ylabel(label)
 
 
-@register("cartpole_ablation", [EXPERIMENT],
-          "Fig. 17 screen: a 2^(7-3) resolution-IV fraction of seven factors of ensemble RLSVI on cartpole "
-          "swing-up plus bsuite's settings as a control; each run's responses and the factors' main effects")
 def fig_ablation(results, out):
     factors, _, _ = design(results, EXPERIMENT)
     runs = per_run(results, EXPERIMENT)
@@ -153,9 +149,6 @@ def fig_ablation(results, out):
             + write_table(effects_table(coded, factors, levels), out, "cartpole_ablation_effects"))
 
 
-@register("cartpole_diagnostics", [EXPERIMENT],
-          "Fig. 17 screen diagnostics: over-estimation of Q, the ensemble's spread and values on probe "
-          "states, and the greedy-action flip rate per SGD step, over episodes, per cell")
 def fig_diagnostics(results, out):
     diag = load_table(results, EXPERIMENT, "diagnostics")
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))

@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.figures import register
 from rvfx.figures.common import band, learning_times, plt, run_dots, save, size_scaling_figure, write_table
 from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.analysis.stats import mean_sem_all, median_ci
@@ -31,9 +30,6 @@ def _fmt(x: float) -> str:
     return "censored" if not np.isfinite(x) else f"{x:.0f}"
 
 
-@register("deepsea_ensemble", ["deepsea_ensemble"],
-          "Fig. 14: cumulative regret of learn_ensemble_rlsvi on deep sea N=25 (one-hot pixels) for ensemble "
-          "sizes K, mean +- 1 s.e. over seeds; learning time vs K and the K where it plateaus")
 def fig_ensemble(results, out):
     eps = load_table(results, "deepsea_ensemble", "episodes")
     runs = load_table(results, "deepsea_ensemble", "runs")
@@ -96,9 +92,6 @@ def fig_ensemble(results, out):
     return save(fig, out, "deepsea_ensemble") + write_table(summary, out, "deepsea_ensemble_summary")
 
 
-@register("deepsea_ensemble_scaling", ["deepsea_ensemble_scaling"],
-          "Fig. 15: learning time of learn_ensemble_rlsvi (K=20) vs deep sea size N, log-log, per input "
-          "representation, with fitted slopes and 95% bootstrap CIs; censored runs as open triangles")
 def fig_ensemble_scaling(results, out):
     runs = load_table(results, "deepsea_ensemble_scaling", "runs")
     return size_scaling_figure(runs, "learn_ensemble_rlsvi K=20: learning time vs N", out,

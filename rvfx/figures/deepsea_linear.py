@@ -6,7 +6,6 @@ import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 
-from rvfx.figures import register
 from rvfx.figures.common import band, learning_times, plt, run_dots, save, scaling_panel, slope_row, write_table
 from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.analysis.stats import censored_median, fit_loglog, mean_sem, mean_sem_all
@@ -87,9 +86,6 @@ def _zero_axis(values: np.ndarray):
 # ---------------------------------------------------------------------------------------------
 # Fig. 6
 
-@register("deepsea_linear", ["deepsea_linear"],
-          "Fig. 6: cumulative regret of linear learn_grlsvi on deep sea (N=50, M=50), mean +- 1 s.e. "
-          "over treasure and bomb seeds; epsilon-greedy LSVI as a dithering reference")
 def fig_linear_regret(results, out):
     exp = "deepsea_linear"
     eps = load_table(results, exp, "episodes")
@@ -140,9 +136,6 @@ def fig_linear_regret(results, out):
 # ---------------------------------------------------------------------------------------------
 # Fig. 7
 
-@register("deepsea_linear_scaling", ["deepsea_linear_scaling"],
-          "Fig. 7: learning time of linear learn_grlsvi vs N for several M (treasure): (a) raw, (b) log-log "
-          "with fitted slope and 95% bootstrap CI; censored runs as open triangles")
 def fig_linear_scaling(results, out):
     exp = "deepsea_linear_scaling"
     runs = load_table(results, exp, "runs").sort_values("agent.M", kind="stable")
@@ -209,9 +202,6 @@ def _vs_m_panel(ax, runs: pd.DataFrame, linestyle="-", marker="o", labels=True):
         ax.axvline(2 * n, color=color, ls=":", lw=1)
 
 
-@register("deepsea_linear_features", ["deepsea_linear_features"],
-          "Fig. 8: learning time of linear learn_grlsvi vs features per row M for several N, dotted lines at "
-          "M = 2N; both readings of the random basis (random unit vectors, orthonormal)")
 def fig_linear_features(results, out):
     exp = "deepsea_linear_features"
     runs = load_table(results, exp, "runs")
@@ -241,9 +231,6 @@ def fig_linear_features(results, out):
 # ---------------------------------------------------------------------------------------------
 # Fig. 9
 
-@register("deepsea_misspecified", ["deepsea_misspecified"],
-          "Fig. 9: cumulative regret of linear learn_grlsvi after T episodes vs misspecification psi, for several "
-          "M (N=20), mean +- 1 s.e. over seeds")
 def fig_misspecified(results, out):
     exp = "deepsea_misspecified"
     runs = load_table(results, exp, "runs").sort_values(["agent.M", "agent.psi"], kind="stable")
@@ -303,9 +290,6 @@ def _setting_label(v) -> str:
     return "bootstrap" if pd.isna(v) else f"v={v:g}"
 
 
-@register("deepsea_tuning_lambda", ["deepsea_tuning"],
-          "Fig. 10: regret after T episodes vs prior variance lambda for several v and for the bootstrap, "
-          "deterministic and N(0,1)-noisy rewards (N=20, M=10), mean +- 1 s.e. over seeds")
 def fig_tuning_lambda(results, out):
     exp, runs, gauss, boot, _ = _tuning(results)
     T = int(runs["episodes_run"].max())
@@ -340,9 +324,6 @@ def fig_tuning_lambda(results, out):
                                                                  "deepsea_tuning_lambda_regret")
 
 
-@register("deepsea_tuning_v", ["deepsea_tuning"],
-          "Fig. 11: regret after T episodes vs noise variance v at lambda=100, with the bootstrap as a reference, "
-          "deterministic and N(0,1)-noisy rewards, mean +- 1 s.e. over seeds")
 def fig_tuning_v(results, out):
     exp, runs, gauss, boot, lam_ref = _tuning(results)
     T = int(runs["episodes_run"].max())
@@ -382,9 +363,6 @@ def fig_tuning_v(results, out):
     return save(fig, out, "deepsea_tuning_v") + write_table(pd.DataFrame(rows), out, "deepsea_tuning_v_bootstrap")
 
 
-@register("deepsea_tuning_seeds", ["deepsea_tuning"],
-          "Fig. 12: per-seed cumulative regret at lambda=100 for each v and for the bootstrap, deterministic and "
-          "N(0,1)-noisy rewards")
 def fig_tuning_seeds(results, out):
     exp, runs, _, _, lam_ref = _tuning(results)
     eps = load_table(results, exp, "episodes")
@@ -426,9 +404,6 @@ def fig_tuning_seeds(results, out):
 # ---------------------------------------------------------------------------------------------
 # Fig. 13
 
-@register("deepsea_bootstrap_scaling", ["deepsea_bootstrap_scaling"],
-          "Fig. 13: learning time of linear learn_brlsvi (solid) beside learn_grlsvi (dashed) on the same "
-          "instances: (a) vs N for several M, log-log with slopes; (b) vs M for several N, dotted at M = 2N")
 def fig_bootstrap_scaling(results, out):
     exp = "deepsea_bootstrap_scaling"
     runs = load_table(results, exp, "runs")

@@ -4,15 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.figures import register
 from rvfx.figures.common import band, learning_times, plt, save, size_scaling_figure, write_table
 from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.analysis.stats import censored_median, mean_sem_all
 
 
-@register("deepsea_tabular", ["deepsea_tabular"],
-          "Fig. 4: cumulative regret on deep sea, mean +- 1 s.e. over seeds (pooled as in the paper; "
-          "and split by treasure / bomb)")
 def fig_regret(results, out):
     eps = load_table(results, "deepsea_tabular", "episodes")
     runs = load_table(results, "deepsea_tabular", "runs")
@@ -46,8 +42,6 @@ def fig_regret(results, out):
     return save(fig, out, "deepsea_tabular") + write_table(pd.DataFrame(rows), out, "deepsea_tabular_summary")
 
 
-@register("deepsea_tabular_scaling", ["deepsea_tabular_scaling"],
-          "Fig. 5: learning time vs N (log-log) with fitted slopes; censored runs as open triangles")
 def fig_scaling(results, out):
     runs = load_table(results, "deepsea_tabular_scaling", "runs")
     return size_scaling_figure(runs, "Tabular learning time vs N (theory: RLSVI ~N^5, UCRL2 ~N^7)", out,

@@ -13,7 +13,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from rvfx.figures import register
 from rvfx.figures.common import learning_times, plt, run_dots, save, write_table
 from rvfx.experiment.results import load_table
 from rvfx.analysis.stats import Growth, censored_median, fit_growth
@@ -76,9 +75,6 @@ def table(per_size: pd.DataFrame, fits: dict) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-@register("exploration_table", ["exploration_table"],
-          "Table 1: learning time (eq. 7.1) on deep sea vs N per exploration method, log scale, "
-          "with 2^N and N reference lines; censored runs as open triangles at their cap")
 def draw(results, out):
     runs = load_table(results, "exploration_table", "runs")
     per_size, fits = summarize(runs)

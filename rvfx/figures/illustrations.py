@@ -19,7 +19,6 @@ from matplotlib import colors
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Polygon, Rectangle
 
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.figures import register
 from rvfx.figures.common import plt, save
 
 # ----------------------------------------------------------------------------- Fig. 1
@@ -183,9 +182,6 @@ def draw_ensemble(ax) -> None:
 
 # ----------------------------------------------------------------------------- register
 
-@register("illustrations", [],
-          "Figs. 1-3: deep-sea diagram of an instance; variance of learn_grlsvi samples of Q_h(s,a) on the "
-          "4-state example (computed); single vs ensemble value learning")
 def draw(results, out):
     paths = []
     env = DeepSea(DeepSeaParams(size=8), np.random.default_rng(0))
@@ -193,7 +189,7 @@ def draw(results, out):
     draw_deep_sea(ax, env)
     ax.set_title(f"Fig. 1: deep sea N={env.size} (seed 0). R=a: action a means 'right';\n"
                  f"red cells charge {env.move_cost:.4f} for 'right'; line: optimal path", fontsize=8)
-    paths += save(fig, out, "fig1_deep_sea")
+    paths += save(fig, out, "illustrations_deep_sea")
 
     H, v = 6, 1.0
     q = grlsvi_q_samples(H=H, v=v)
@@ -207,7 +203,7 @@ def draw(results, out):
     ax.set_title(f"Fig. 2: uncertainty propagates leftward from (4, down) (1 observation; others {N_BIG:.0e});\n"
                  f"upper-left triangle = up, lower-right = down; v={v:g}, lambda=inf, {q.shape[0]} samples",
                  fontsize=8)
-    paths += save(fig, out, "fig2_rlsvi_uncertainty")
+    paths += save(fig, out, "illustrations_rlsvi_uncertainty")
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     draw_single(axes[0])
@@ -217,5 +213,5 @@ def draw(results, out):
         ax.set_ylim(0, 1)
         ax.axis("off")
     fig.suptitle("Fig. 3: RLSVI via ensemble sampling, each member produced by LSVI on perturbed data", fontsize=9)
-    paths += save(fig, out, "fig3_ensemble")
+    paths += save(fig, out, "illustrations_ensemble")
     return paths

@@ -25,7 +25,6 @@ from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.core.backward_induction import backward_induction
 from rvfx.core.live import live
 from rvfx.envs.random_mdp import RandomMDP, RandomMDPParams
-from rvfx.figures import register
 from rvfx.figures.common import plt, save, write_table
 from rvfx.experiment.results import load_table
 
@@ -64,9 +63,6 @@ def bayes_regret(episodes: pd.DataFrame) -> pd.DataFrame:
     return s.assign(lo=s["mean"] - half, hi=s["mean"] + half)
 
 
-@register("regret_bound", ["regret_bound"],
-          "Thm. 1: empirical Bayesian regret of tabular RLSVI (v=3H^2, theta-bar=H, v/lambda=beta) on "
-          "Dirichlet-prior MDPs, mean and 95% CI over sampled MDPs, vs eqs. 6.1 and 6.2 over L")
 def draw(results, out):
     eps = load_table(results, "regret_bound", "episodes")
     missing = [k for k in ENV_KEYS if k not in eps.columns]
@@ -200,9 +196,6 @@ OPTIMISM_PARAMS = RandomMDPParams(horizon=4, states=3, actions=2, beta=3.0)
 OPTIMISM_EPISODES = [1, 2, 3, 5, 10, 20, 30, 50, 80]
 
 
-@register("regret_bound_optimism", [],
-          "Thm. 1 proof, optimism step: E[max_a Q_l0(x0,a)] - E[V*_M(x0)] >= 0 under the prior (per episode l), "
-          "and given histories under the Dirichlet posterior (computed)")
 def draw_optimism(results, out):
     p = OPTIMISM_PARAMS
     gaps = unconditional_gaps(p, n_mdps=120, episodes=OPTIMISM_EPISODES, seed=0)

@@ -26,10 +26,10 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.tabular.base import ActRule, TabularAgent, TransitionStore, act_fields
+from rvfx.agents.tabular.base import ActRule, QPolicy, TransitionStore, act_fields
 from rvfx.core.backward_induction import backward_induction
-from rvfx.envs.features import coherent_basis, misspecify, one_hot_basis
-from rvfx.experiment.params import Expr, evaluate
+from rvfx.envs.features import misspecify, one_hot_basis
+from rvfx.core.expressions import Expr, evaluate
 
 Perturbation = Literal["none", "gaussian", "bootstrap"]
 
@@ -54,12 +54,13 @@ class LinearRLSVIParams:
     temperature: float = act_fields()["temperature"]
 
 
-def deep_sea_features(env, params: LinearRLSVIParams, rng: np.random.Generator) -> np.ndarray:
-    """Feature tensor (N, N, 2, M) for `params`: coherent or one-hot basis, then phi + eta if psi > 0."""
+def linear_features(env, params: LinearRLSVIParams, rng: np.random.Generator) -> np.ndarray:
+    """Feature tensor (H, S, A, M) for `params`: the environment's basis (`LinearFeatures`, e.g. deep
+    sea's coherent basis) or the one-hot basis, then phi + eta if psi > 0 (Section 7.1.3)."""
     if params.basis == "one_hot":
         phi = one_hot_basis(env)
     else:
-        phi = coherent_basis(env, params.M, rng, params.basis)
+        phi = env.linear_features(params.M, rng, params.basis)
     return misspecify(phi, params.psi, rng) if params.psi > 0 else phi
 
 
@@ -84,28 +85,23 @@ def backward_solve(phi_rows: np.ndarray, gram: np.ndarray, targets: np.ndarray, 
     return theta, q.reshape(H, SA)
 
 
-class LinearRLSVI:
+class LinearRLSVI(QPolicy):
     """LSVI (`perturbation="none"`), `learn_grlsvi` (`"gaussian"`) or `learn_brlsvi` (`"bootstrap"`)
-    with a linear value function on deep sea; interface of `TabularAgent`, states (h, s).
+    with a linear value function on a layered environment (deep sea); acts as the tabular agents
+    do (`QPolicy`) on the Q table the features give, states (h, s).
 
-    The feature tensor (N, N, 2, M) is drawn from `rng` at construction
-    (`deep_sea_features`), or given as `features` (then `params.M`/`basis`/`psi` are unused).
+    The feature tensor (H, S, A, M) is drawn from `rng` at construction (`linear_features`),
+    or given as `features` (then `params.M`/`basis`/`psi` are unused).
     """
-
-    # The tabular agents' action rule: greedy (eq. 4.1), epsilon-greedy or Boltzmann (eq. 4.2).
-    act = TabularAgent.act
-    set_q = TabularAgent.set_q
 
     def __init__(self, env, rng: np.random.Generator, params: LinearRLSVIParams,
                  perturbation: Perturbation, features: np.ndarray | None = None):
         if perturbation not in ("none", "gaussian", "bootstrap"):
             raise ValueError(f"perturbation must be none, gaussian or bootstrap, got {perturbation!r}")
-        self.H, self.S, self.A = env.shape
-        self.rng = rng
+        super().__init__(env.shape, rng, params.act, params.epsilon, params.temperature)
         self.params = params
-        self.act_rule, self.epsilon, self.temperature = params.act, params.epsilon, params.temperature
         self.perturbation = perturbation
-        phi = deep_sea_features(env, params, rng) if features is None else np.asarray(features, float)
+        phi = linear_features(env, params, rng) if features is None else np.asarray(features, float)
         if phi.shape[:3] != (self.H, self.S, self.A):
             raise ValueError(f"features must have shape {(self.H, self.S, self.A)} + (M,), got {phi.shape}")
         self.phi = phi

@@ -24,7 +24,9 @@ import numpy as np
 
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics
 from rvfx.agents.tabular.base import greedy_policy
-from rvfx.agents.neural.representations import Representation, RepresentationKind, num_actions, representation_for
+from rvfx.core.protocols import ProbeStates
+from rvfx.agents.neural.representations import (FiniteCodes, Representation, RepresentationKind,
+                                                 representation_for)
 from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
 
 Mask = Literal["bootstrap", "gaussian", "none"]
@@ -236,11 +238,11 @@ class EnsembleRLSVI:
         self.params, self.rep, self.num_actions, self.rng = params, representation, num_actions, rng
         self.K = params.K
         hidden = tuple(h for h in (params.hidden1, params.hidden2) if h > 0)
-        block_size = int(getattr(representation, "block_size", 0))
+        block_size = representation.block_size
         self.net = EnsembleMLP(representation.input_dim, hidden, num_actions,
                                index_input=representation.index_input, block_size=block_size)
         # block inputs of a finite code set: prior and target values cached per code (exact)
-        key_inputs = representation.all_inputs() if block_size and hasattr(representation, "all_inputs") else None
+        key_inputs = representation.all_inputs() if block_size and isinstance(representation, FiniteCodes) else None
         self.ensemble = PriorEnsemble(self.net, params.K, rng, params.prior_scale,
                                       params.optimizer, params.learning_rate, key_inputs=key_inputs)
         # a prior without a cached table (dense inputs) is evaluated once per state at enqueue
@@ -356,8 +358,8 @@ def make_ensemble_agent(params: EnsembleParams, env, rng: np.random.Generator) -
     """Registry factory: the representation (`params.representation` of the environment) and the
     action count come from the environment; a linear basis is drawn from the agent's `rng`."""
     rep = representation_for(env, params.representation, params.M, params.basis, rng)
-    agent = EnsembleRLSVI(params, rep, num_actions(env), rng)
+    agent = EnsembleRLSVI(params, rep, env.num_actions, rng)
     if params.diagnostics_every:
-        probes = env.probe_states() if hasattr(env, "probe_states") else {}
+        probes = env.probe_states() if isinstance(env, ProbeStates) else {}
         agent.diagnostics = EnsembleDiagnostics(agent, probes, params.diagnostics_every)
     return agent

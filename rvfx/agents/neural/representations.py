@@ -16,11 +16,12 @@ pixel input on an instance with `randomize_actions: false`.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from rvfx.agents.neural.nn import BlockInput
+from rvfx.core.protocols import Layered, LinearFeatures, VectorObservations
 
 RepresentationKind = Literal["pixels", "linear_basis"]
 
@@ -28,29 +29,39 @@ RepresentationKind = Literal["pixels", "linear_basis"]
 class Representation(Protocol):
     index_input: bool      # inputs are int indices of a one-hot vector of width input_dim
     input_dim: int
+    block_size: int        # > 0: inputs are BlockInputs, nonzero on one block of this many coordinates
     code_shape: tuple      # shape of one stored code
     code_dtype: Any
-    # optional: block_size (int, 0 = not a block input); num_codes and all_inputs() for a finite
-    # set of integer codes whose inputs the network may cache (prior and target values)
 
     def encode(self, state) -> Any: ...
 
     def inputs(self, codes: np.ndarray) -> np.ndarray: ...
 
 
+@runtime_checkable
+class FiniteCodes(Protocol):
+    """A representation with `num_codes` integer codes whose inputs the network may cache
+    (prior and target values), all at once from `all_inputs()`."""
+    num_codes: int
+
+    def all_inputs(self) -> Any: ...
+
+
 class OneHotPixels:
-    """Deep sea as an N x N image with a 1 at the diver (Section 7.2.1): code = row*N + col."""
+    """A layered state (h, s) as an H x S image with a 1 at (h, s): deep sea's N x N pixels with the
+    diver (Section 7.2.1); code = h*S + s."""
     index_input = True
+    block_size = 0
     code_shape = ()
     code_dtype = np.int32
 
-    def __init__(self, size: int):
-        self.size = size
-        self.input_dim = size * size
+    def __init__(self, rows: int, cols: int):
+        self.cols = cols
+        self.input_dim = rows * cols
 
     def encode(self, state) -> int:
         row, col = state
-        return row * self.size + col
+        return row * self.cols + col
 
     def inputs(self, codes: np.ndarray) -> np.ndarray:
         return codes
@@ -59,6 +70,7 @@ class OneHotPixels:
 class DenseVector:
     """A float observation used as is, e.g. cartpole's (theta, theta_dot, x, x_dot, t) (Section 7.2.2)."""
     index_input = False
+    block_size = 0
     code_dtype = np.float32
 
     def __init__(self, dim: int):
@@ -78,6 +90,7 @@ class TableFeatures:
     Stores only the int index; the float rows are gathered when a minibatch is drawn.
     """
     index_input = False
+    block_size = 0
     code_shape = ()
     code_dtype = np.int32
 
@@ -93,18 +106,11 @@ class TableFeatures:
         return self.table[codes]
 
 
-def deep_sea_features(size: int, table: np.ndarray) -> TableFeatures:
-    """Deep sea with feature row `table[row*N + col]` for cell (row, col)."""
-    if table.shape[0] != size * size:
-        raise ValueError(f"feature table has {table.shape[0]} rows, deep sea N={size} needs {size * size}")
-    return TableFeatures(table, lambda s: s[0] * size + s[1])
-
-
 class LinearBasisInput:
     """Deep sea through the coherent linear basis of Section 7.1.2 (M features per row), as a network input.
 
     The basis gives per-(state, action) features: phi(s, a) in R^D, D = N*M, nonzero
-    only on the M features of the row h of s (`rvfx.envs.features.coherent_basis`).
+    only on the M features of the row h of s (`DeepSea.linear_features`).
     The Q-network has one output per action (as for pixels), so the input must be a
     function of s alone. We use all of the basis at s:
 
@@ -161,31 +167,22 @@ class LinearBasisInput:
 
 def representation_for(env, kind: RepresentationKind = "pixels", M: int = 10,
                        basis: str = "random_unit", rng: np.random.Generator | None = None) -> Representation:
-    """The environment's own `representation`; else, for deep sea, one-hot pixels or
-    (`kind="linear_basis"`) the coherent basis with M features per row drawn from `rng`;
-    else the raw observation vector of an env with `observation_size` (cartpole)."""
-    from rvfx.envs.deep_sea import DeepSea
+    """The network input an environment offers: with `kind="linear_basis"` its linear features
+    (`LinearFeatures`, e.g. deep sea's coherent basis with M features per row, drawn from `rng`);
+    with "pixels" its observation vector (`VectorObservations`, e.g. cartpole) or, for a layered
+    tabular environment (`Layered`, e.g. deep sea), the one-hot image of its states."""
     if kind == "linear_basis":
-        if not isinstance(env, DeepSea):
-            raise TypeError(f"representation 'linear_basis' is the deep sea basis of Section 7.1.2; "
-                            f"{type(env).__name__} has none (use 'pixels': its observation)")
+        if not isinstance(env, LinearFeatures):
+            raise TypeError(f"representation 'linear_basis' needs an environment with linear features "
+                            f"(Section 7.1.2); {type(env).__name__} has none (use 'pixels': its observation)")
         if rng is None:
             raise ValueError("the linear basis is random: pass an rng")
-        from rvfx.envs.features import coherent_basis
-        return LinearBasisInput(coherent_basis(env, M, rng, basis))
+        return LinearBasisInput(env.linear_features(M, rng, basis))
     if kind != "pixels":
         raise ValueError(f"unknown representation {kind!r} (pixels, linear_basis)")
-    rep = getattr(env, "representation", None)
-    if rep is not None:
-        return rep
-    if getattr(env, "observation_size", None) is not None:
+    if isinstance(env, VectorObservations):
         return DenseVector(int(env.observation_size))
-    if isinstance(env, DeepSea):
-        return OneHotPixels(env.size)
-    raise TypeError(f"no network representation for {type(env).__name__}: give it a `representation`")
-
-
-def num_actions(env) -> int:
-    """|A|: `env.num_actions`, else the last entry of the layered tabular `env.shape`."""
-    n = getattr(env, "num_actions", None)
-    return int(n) if n is not None else int(env.shape[-1])
+    if isinstance(env, Layered):
+        return OneHotPixels(*env.shape[:2])
+    raise TypeError(f"no network representation for {type(env).__name__}: it declares neither "
+                    f"observation_size nor a layered shape")

@@ -29,19 +29,15 @@ def greedy_policy(q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.where(is_max, rng.random(q.shape), -1.0).argmax(axis=-1)
 
 
-class TabularAgent:
-    """Sufficient statistics of a layered tabular MDP plus act over the current Q table."""
+class QPolicy:
+    """Acts on a Q table (H, S, A) over layered states (h, s): greedy with ties broken at random
+    (eq. 4.1), epsilon-greedy, or Boltzmann (eq. 4.2). `set_q` installs the table."""
 
     def __init__(self, shape, rng: np.random.Generator, act: ActRule = "greedy",
                  epsilon: float = 0.1, temperature: float = 0.1):
         self.H, self.S, self.A = shape
         self.rng = rng
         self.act_rule, self.epsilon, self.temperature = act, epsilon, temperature
-        self.count = np.zeros(shape)
-        self.reward_sum = np.zeros(shape)
-        self.next_count = np.zeros(shape + (self.S,))
-        self.steps = 0
-        self.set_q(np.zeros(shape))
 
     def set_q(self, q: np.ndarray) -> None:
         """Install the value estimate that `act` follows this episode."""
@@ -57,6 +53,19 @@ class TabularAgent:
             p = np.exp(logits - logits.max())
             return int(self.rng.choice(self.A, p=p / p.sum()))
         return self._policy[h][s]
+
+
+class TabularAgent(QPolicy):
+    """Sufficient statistics of a layered tabular MDP plus act over the current Q table."""
+
+    def __init__(self, shape, rng: np.random.Generator, act: ActRule = "greedy",
+                 epsilon: float = 0.1, temperature: float = 0.1):
+        super().__init__(shape, rng, act, epsilon, temperature)
+        self.count = np.zeros(shape)
+        self.reward_sum = np.zeros(shape)
+        self.next_count = np.zeros(shape + (self.S,))
+        self.steps = 0
+        self.set_q(np.zeros(shape))
 
     def update_buffer(self, transition) -> None:
         (h, s), a = transition.old_state, transition.action

@@ -58,6 +58,7 @@ from rvfx.agents.tabular.base import ActRule, TabularAgent, act_fields
 from rvfx.core.backward_induction import backward_induction
 from rvfx.core.live import live
 from rvfx.core.transition import Transition
+from rvfx.envs.deep_sea import DeepSea
 
 ChestBelief = Literal["optimistic", "mean", "sample"]
 
@@ -84,9 +85,9 @@ class DeepSeaKnownStructure(TabularAgent):
     def __init__(self, env, rng: np.random.Generator, chest_belief: ChestBelief,
                  bonus: float = 0.0, act: ActRule = "greedy", epsilon: float = 0.1,
                  temperature: float = 0.1):
-        if not (hasattr(env, "size") and hasattr(env, "move_cost") and hasattr(env, "params")):
+        if not isinstance(env, DeepSea):
             raise TypeError("the structured exploration agents need a deep_sea environment")
-        if getattr(env.params, "reward_noise", 0.0) > 0:
+        if env.params.reward_noise > 0:
             raise ValueError("the structured exploration agents assume noise-free rewards (reward_noise: 0)")
         super().__init__(env.shape, rng, act, epsilon, temperature)
         n = self.N = env.size

@@ -17,7 +17,7 @@ import numpy as np
 
 from rvfx.core.backward_induction import backward_induction
 from rvfx.agents.tabular.base import ActRule, TabularAgent, TransitionStore, act_fields
-from rvfx.experiment.params import Expr, evaluate
+from rvfx.core.expressions import Expr, evaluate
 
 
 @dataclass(frozen=True)

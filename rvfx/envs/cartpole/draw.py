@@ -9,6 +9,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams, upright
+
 
 def draw_cartpole(ax, theta: float, x: float, length: float = 1.0, rail: float = 5.0,
                   color: str = "tab:blue", cart_width: float = 0.6, cart_height: float = 0.3) -> None:
@@ -27,13 +29,14 @@ def draw_cartpole(ax, theta: float, x: float, length: float = 1.0, rail: float =
     ax.set_yticks([])
 
 
-def draw_strip(observations, path, num_frames: int = 8, length: float = 1.0, rail: float = 5.0,
-               upright_cos: float = 0.95, steady_bound: float = 1.0, dpi: int = 80) -> Path:
+def draw_strip(observations, path, params: CartpoleSwingUpParams | None = None,
+               num_frames: int = 8, dpi: int = 80) -> Path:
     """Save `num_frames` evenly spaced frames of a trajectory as one row of panels.
 
-    `observations` is (T, 5) of (θ, θ̇, x, ẋ, t) as the env emits. A pole drawn green
-    is inside the reward box (cos θ > upright_cos, |θ̇|, |x|, |ẋ| <= steady_bound).
+    `observations` is (T, 5) of (θ, θ̇, x, ẋ, t) as the env emits (`observation: raw`). A pole
+    drawn green is inside the reward box of `params` (`upright`; default: the paper's task).
     """
+    params = params or CartpoleSwingUpParams()
     obs = np.asarray(observations, dtype=float).reshape(-1, 5)
     idx = np.unique(np.linspace(0, len(obs) - 1, min(num_frames, len(obs))).round().astype(int))
     fig = Figure(figsize=(2.2 * len(idx), 1.0))
@@ -41,9 +44,8 @@ def draw_strip(observations, path, num_frames: int = 8, length: float = 1.0, rai
     axes = fig.subplots(1, len(idx), squeeze=False)[0]
     for ax, i in zip(axes, idx):
         theta, theta_dot, x, x_dot, t = obs[i]
-        good = (math.cos(theta) > upright_cos and abs(theta_dot) <= steady_bound
-                and abs(x) <= steady_bound and abs(x_dot) <= steady_bound)
-        draw_cartpole(ax, theta, x, length=length, rail=rail, color="tab:green" if good else "tab:blue")
+        good = upright(math.cos(theta), theta_dot, x, x_dot, params)
+        draw_cartpole(ax, theta, x, length=params.length, rail=params.rail, color="tab:green" if good else "tab:blue")
         ax.set_title(f"t={t:.2f}", fontsize=8)
     fig.tight_layout()
     path = Path(path)

@@ -16,6 +16,7 @@ from typing import Literal, Sequence
 import numpy as np
 
 from rvfx.core.transition import Transition
+from rvfx.envs.cartpole.rollouts import greedy_rollout
 
 TWO_PI = 2.0 * math.pi
 
@@ -194,6 +195,11 @@ class CartpoleSwingUp:
     def episode_metrics(self) -> dict:
         """Extra per-episode columns for `live`: the number of +1 (upright) steps."""
         return {"upright_steps": self.upright_steps}
+
+    def run_tables(self, agent) -> dict:
+        """The run's extra table: one greedy episode of the trained agent (trajectory.csv), from
+        which `rvfx plot` draws the swing-up."""
+        return {"trajectory": greedy_rollout(agent, self)}
 
     def probe_states(self) -> dict[str, np.ndarray]:
         """Named observations (this env's `observation` format) to probe a learned Q at: "hanging"

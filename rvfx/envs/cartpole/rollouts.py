@@ -1,9 +1,10 @@
 """Greedy rollouts of a learned cartpole policy, so `rvfx plot` can draw the swing-up from CSV (§7.2.2).
 
-Policies are not stored, so the runner keeps one episode of each cartpole run's
-final policy as a table in its shard (results/<experiment>/trajectory.csv once
-collected): one row per state, with `action` taken from that state (empty at the
-last) and `reward` received on arriving in it (0 at the start).
+Policies are not stored, so the environment declares one episode of each run's final
+policy as a per-run table (`CartpoleSwingUp.run_tables`), kept in the run's shard
+(results/<experiment>/trajectory.csv once collected): one row per state, with `action`
+taken from that state (empty at the last) and `reward` received on arriving in it (0 at
+the start).
 
 The rollout is the policy Algorithm 8 would follow next: `learn_from_buffer`
 (which samples the acting member), then greedy actions with epsilon = 0, and no
@@ -17,19 +18,19 @@ import math
 import pandas as pd
 
 from rvfx.core.live import episode
-from rvfx.envs.cartpole.dynamics import CartpoleSwingUp
+from rvfx.core.protocols import Dithering
 
 STATE = ["theta", "theta_dot", "x", "x_dot"]
 
 
-def greedy_rollout(agent, env: CartpoleSwingUp) -> pd.DataFrame:
-    """One episode of `agent`'s current policy, greedy (epsilon 0), learning nothing.
+def greedy_rollout(agent, env) -> pd.DataFrame:
+    """One episode of `agent`'s current policy on the cartpole `env`, greedy (epsilon 0), learning nothing.
 
     Returns one row per state s_0 .. s_H with columns step, t, theta, theta_dot, x, x_dot,
     action (from that state; NaN at the last) and reward (on arriving; 0 at s_0).
     """
     agent.learn_from_buffer()
-    if hasattr(agent, "epsilon"):
+    if isinstance(agent, Dithering):
         agent.epsilon = 0.0
     dt = env.params.dt
     rows = []
@@ -42,10 +43,3 @@ def greedy_rollout(agent, env: CartpoleSwingUp) -> pd.DataFrame:
 
     episode(agent, env, on_transition=record, learn=False)
     return pd.DataFrame(rows, columns=["step", "t", *STATE, "action", "reward"])
-
-
-def final_rollout(agent, env) -> pd.DataFrame | None:
-    """The runner hook: a greedy rollout after the last episode, for cartpole runs only (else None)."""
-    if not isinstance(env, CartpoleSwingUp):
-        return None
-    return greedy_rollout(agent, env)

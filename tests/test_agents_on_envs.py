@@ -1,0 +1,41 @@
+"""Every registered agent runs two episodes through `live` on every environment it accepts, and
+refuses, with a TypeError naming what it needs, the environments it does not."""
+import numpy as np
+import pytest
+
+from rvfx.agents import AGENTS, accepts, make_agent
+from rvfx.core.live import live
+from rvfx.core.protocols import Agent, Environment
+from rvfx.envs import ENVS
+
+SMALL_ENV = {"deep_sea": {"size": 4}, "random_mdp": {}, "cartpole_swingup": {"max_time": 0.2}}
+SMALL_NET = {"K": 2, "hidden1": 8, "hidden2": 8, "batch_size": 4, "min_replay": 4, "buffer_size": 100}
+SMALL_AGENT = {"ensemble_rlsvi": SMALL_NET, "dqn": SMALL_NET,
+               "linear_lsvi": {"M": 3}, "linear_grlsvi": {"M": 3}, "linear_brlsvi": {"M": 3}}
+
+
+def small_env(name):
+    env_cls, params_cls = ENVS[name]
+    return env_cls(params_cls(**SMALL_ENV[name]), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("env_name", ENVS)
+@pytest.mark.parametrize("agent_name", AGENTS)
+def test_every_agent_runs_two_episodes_on_every_environment_it_accepts(agent_name, env_name):
+    env = small_env(env_name)
+    assert isinstance(env, Environment)
+    params = AGENTS[agent_name].params(**SMALL_AGENT.get(agent_name, {}))
+    if not accepts(agent_name, env):
+        with pytest.raises(TypeError, match=agent_name):
+            make_agent(agent_name, params, env, np.random.default_rng(1))
+        return
+    agent = make_agent(agent_name, params, env, np.random.default_rng(1))
+    assert isinstance(agent, Agent)
+    out = live(agent, env, 2, log_every="all")
+    assert out["episodes_run"] == 2 and [row["episode"] for row in out["episodes"]] == [1, 2]
+    assert all(np.isfinite(row["return"]) for row in out["episodes"])
+
+
+@pytest.mark.parametrize("agent_name", AGENTS)
+def test_every_agent_accepts_some_environment(agent_name):
+    assert any(accepts(agent_name, small_env(name)) for name in ENVS)
