@@ -1,6 +1,6 @@
 # rvfx: `make reproduce` runs every spec at SCALE, draws every figure and tests the paper's claims
-# (report.md, report.html; verdicts, never a failure); `make test` checks the import layers
-# (`make lint`) and runs the tests.
+# (report.md, report.html; verdicts, never a failure); `make test` runs the linters (`make lint`:
+# ruff, and import-linter's layer contracts) and the tests.
 SCALE ?= ci
 JOBS ?= 2
 OUT ?= results
@@ -32,6 +32,7 @@ report: install
 reproduce: run plot report
 
 lint: install
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
 test: install lint

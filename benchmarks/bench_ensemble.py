@@ -29,10 +29,10 @@ import tracemalloc  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rvfx.agents.neural.ensemble import EnsembleParams, EnsembleRLSVI, make_ensemble_agent, td_step  # noqa: E402
-from rvfx.agents.neural.representations import representation_for  # noqa: E402
-from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
-from rvfx.core.live import live  # noqa: E402
 from rvfx.agents.neural.nn import PriorEnsemble, Tape  # noqa: E402
+from rvfx.agents.neural.representations import representation_for  # noqa: E402
+from rvfx.core.live import live  # noqa: E402
+from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
 
 
 class LoopEnsembleRLSVI(EnsembleRLSVI):

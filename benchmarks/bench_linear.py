@@ -17,8 +17,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams  # noqa: E402
-from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
 from rvfx.core.live import live  # noqa: E402
+from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
 
 
 class NaiveLinearRLSVI(LinearRLSVI):

@@ -11,9 +11,9 @@ import time
 import numpy as np
 
 from rvfx.agents import AGENTS, make_agent
-from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.core.live import live
 from rvfx.agents.linear.regression import perturbed_sample
+from rvfx.core.live import live
+from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 
 
 class NaiveGRLSVI:

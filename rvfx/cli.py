@@ -102,9 +102,9 @@ def collect(spec, scale, sets, out):
 @click.option("--out", type=click.Path(file_okay=False), default="figures", show_default=True)
 def plot(figures, results_dir, out):
     """Draw FIGURES (default: every figure whose results exist) from CSV alone."""
-    from rvfx.figures import FIGURES
     from rvfx.experiment.params import did_you_mean
     from rvfx.experiment.results import missing_runs
+    from rvfx.figures import FIGURES
     for f in figures:
         if f not in FIGURES:
             click.echo(f"error: unknown figure {f!r}{did_you_mean(f, FIGURES)}", err=True)
@@ -168,8 +168,8 @@ def list_():
     """Show experiments (configs/), figures, agents and environments with their parameters."""
     from rvfx.agents import AGENTS
     from rvfx.envs import ENVS
-    from rvfx.figures import FIGURES
     from rvfx.experiment.params import describe
+    from rvfx.figures import FIGURES
     click.echo("experiments (configs/*.yaml):")
     for p in sorted(Path("configs").glob("*.yaml")):
         click.echo(f"  {p.stem}")

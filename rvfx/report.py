@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from rvfx.analysis.stats import bootstrap_ci, censored_median, clopper_pearson, fit_exponential, fit_loglog
+from rvfx.experiment.results import load_spec_value, load_table, missing_runs, write_atomic_text
 from rvfx.figures import FIGURES
 from rvfx.figures.common import learning_times
-from rvfx.experiment.results import load_spec_value, load_table, missing_runs, write_atomic_text
-from rvfx.analysis.stats import bootstrap_ci, censored_median, clopper_pearson, fit_exponential, fit_loglog
 
 MARKER = re.compile(r"<!-- report:begin (\S+) -->\n(.*?)<!-- report:end -->", re.S)
 

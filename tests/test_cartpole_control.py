@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.cartpole.control import ReferenceController, linearise_upright, lqr_gain, reference_episode
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 
 P = CartpoleSwingUpParams()
 

@@ -4,11 +4,11 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+from cli_helpers import invoke
 from click.testing import CliRunner
 
-from rvfx.experiment import runner as runner_mod
 from rvfx.cli import main
-from cli_helpers import invoke
+from rvfx.experiment import runner as runner_mod
 
 
 def read_tables(out: Path):

@@ -4,14 +4,19 @@ import math
 import numpy as np
 import pytest
 
-from rvfx.agents.neural.ensemble import (DQNParams, EnsembleBuffer, EnsembleParams, EnsembleRLSVI,
-                                  make_ensemble_agent, td_step)
-from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.agents.neural.representations import (DenseVector, OneHotPixels, TableFeatures,
-                                       representation_for)
+from rvfx.agents.neural.ensemble import (
+    DQNParams,
+    EnsembleBuffer,
+    EnsembleParams,
+    EnsembleRLSVI,
+    make_ensemble_agent,
+    td_step,
+)
+from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
+from rvfx.agents.neural.representations import DenseVector, OneHotPixels, TableFeatures, representation_for
 from rvfx.core.live import live
 from rvfx.core.transition import Transition
-from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
+from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 
 GAMMA = 0.9
 # A 3-state chain 0 -> 1 -> 2 -> end, one action: (state, reward, next state, discount).
@@ -28,7 +33,9 @@ def test_linear_td_reaches_lstd_fixed_point(prior_scale):
     """With features (s, 1) the 3 values are not representable; semi-gradient TD with a target net must land on
     the LSTD fixed point A theta = c (Tsitsiklis & Van Roy), not on the least-squares fit of the true values."""
     s, r, s2, d = chain_batch()
-    phi = lambda states: np.stack([states.astype(float), np.ones(len(states))], axis=1)
+    def phi(states):
+        return np.stack([states.astype(float), np.ones(len(states))], axis=1)
+
     X, Xn = phi(s), phi(s2)
     theta = np.linalg.solve(X.T @ (X - GAMMA * (d / GAMMA)[:, None] * Xn), X.T @ r)
     q_lstd = X @ theta
@@ -382,8 +389,8 @@ def test_stored_prior_values_equal_the_prior_network(monkeypatch):
 def test_linear_basis_input_is_the_basis_at_s_and_spans_q_star():
     """x(s) = [phi(s, 0); phi(s, 1)] on row h's block of R^(2NM); Q* of the treasure and of the bomb
     instance is a linear readout of x(s), one weight vector per action (so nothing of the basis is lost)."""
-    from rvfx.envs.features import coherent_basis, optimal_q
     from rvfx.agents.neural.representations import LinearBasisInput
+    from rvfx.envs.features import coherent_basis, optimal_q
     n, M = 6, 3
     env = small_sea(n, seed=3)
     phi = coherent_basis(env, M, np.random.default_rng(0))

@@ -4,10 +4,10 @@ import pytest
 
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics, discounted_returns, recent_indices
 from rvfx.agents.neural.ensemble import EnsembleBuffer, EnsembleParams, make_ensemble_agent, td_step
+from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
+from rvfx.core.live import live
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.core.live import live
-from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
 
 GAMMA = 0.9
 

@@ -10,8 +10,8 @@ from scipy import stats
 
 from rvfx.agents import AGENTS
 from rvfx.agents.tabular.exploration import DeepSeaKnownStructure, first_open
-from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.core.live import live
+from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 
 
 def make(name, n, seed, treasure=True, **params):

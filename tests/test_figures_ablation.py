@@ -3,10 +3,10 @@ import itertools
 
 import pandas as pd
 import yaml
+from cli_helpers import assert_png
 
 from rvfx.figures import FIGURES
 from rvfx.figures.cartpole_ablation import per_run, signs
-from cli_helpers import assert_png
 
 FACTORS = ["agent.sgd_period", "agent.prior_scale", "env.observation"]
 

@@ -4,12 +4,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from cli_helpers import CONFIGS, assert_png, invoke
 
 from rvfx.envs.cartpole import rollouts
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.figures import FIGURES
 from rvfx.figures import cartpole as figs
-from cli_helpers import CONFIGS, assert_png, invoke
 
 # A tiny budget: 2 seeds x 2 episodes of 1.0 s (101 steps; SGD starts at step 128, so it runs).
 TINY = ("--set", "seeds=2", "--set", "episodes=2", "--set", "env.max_time=1.0")

@@ -3,10 +3,9 @@
 import numpy as np
 import pandas as pd
 import pytest
-
-from rvfx.figures.deepsea_ensemble import plateau_k
 from cli_helpers import CONFIGS, assert_png, invoke
 
+from rvfx.figures.deepsea_ensemble import plateau_k
 
 
 @pytest.mark.parametrize("name", ["deepsea_ensemble", "deepsea_ensemble_scaling"])

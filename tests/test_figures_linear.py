@@ -4,10 +4,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from rvfx.figures import FIGURES
 from cli_helpers import CONFIGS, invoke
 
+from rvfx.figures import FIGURES
 
 # spec -> (figures it feeds, --set overrides that shrink it further than its ci scale)
 SPECS = {

@@ -4,17 +4,15 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from cli_helpers import CONFIGS, assert_png
 from click.testing import CliRunner
 
 from rvfx.cli import main
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.random_mdp import RandomMDPParams
-from rvfx.figures import FIGURES, beta_vs_normal, exploration_table, illustrations, regret_bound
-from rvfx.figures.common import plt
 from rvfx.experiment.spec import load_spec
-from cli_helpers import CONFIGS, assert_png
-
-
+from rvfx.figures import FIGURES, beta_vs_normal, illustrations, regret_bound
+from rvfx.figures.common import plt
 
 # ------------------------------------------------------------------------------ Fig. 18
 
@@ -96,8 +94,8 @@ def test_deep_sea_diagram_is_read_from_the_environment():
 
 
 def test_analytic_figures_render(tmp_path):
-    for fig_id, names in (("illustrations", ["illustrations_deep_sea", "illustrations_rlsvi_uncertainty", "illustrations_ensemble"]),
-                          ("beta_vs_normal", ["beta_vs_normal"])):
+    illustrations_files = ["illustrations_deep_sea", "illustrations_rlsvi_uncertainty", "illustrations_ensemble"]
+    for fig_id, names in (("illustrations", illustrations_files), ("beta_vs_normal", ["beta_vs_normal"])):
         assert FIGURES[fig_id].experiments == ()
         paths = FIGURES[fig_id].draw(tmp_path / "no-results", tmp_path)
         for name in names:

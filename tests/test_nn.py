@@ -5,7 +5,6 @@ import pytest
 from rvfx.agents.neural.nn import SGD, Adam, EnsembleMLP, PriorEnsemble, SparseRows, Tape, pack, row_sums
 
 
-
 def numeric_grad(loss, p: np.ndarray, eps: float) -> np.ndarray:
     """Central finite differences of loss() with respect to the array p (changed in place, restored)."""
     numeric = np.zeros_like(p)
@@ -339,7 +338,9 @@ def test_keyed_block_inputs_cache_prior_and_target_exactly():
     n_keys, n_blocks, width, K, beta = 9, 3, 4, 3, 2.0
     block_of = np.arange(n_keys) // 3
     table = rng.standard_normal((n_keys, width)).astype(np.float32)
-    inputs = lambda keys: BlockInput(block_of[keys], table[keys], keys)
+    def inputs(keys):
+        return BlockInput(block_of[keys], table[keys], keys)
+
     net = EnsembleMLP(n_blocks * width, (6, 6), 2, block_size=width)
     ens = PriorEnsemble(net, K, rng, prior_scale=beta, learning_rate=0.05, key_inputs=inputs(np.arange(n_keys)))
     assert ens.prior_table.shape == (n_keys, K, 2)

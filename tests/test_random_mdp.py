@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
+from rvfx.core.live import live
 from rvfx.envs import ENVS
 from rvfx.envs.random_mdp import RandomMDP, RandomMDPParams
-from rvfx.core.live import live
 from rvfx.experiment.params import SpecError, build
 
 PARAMS = RandomMDPParams(horizon=3, states=3, actions=2, beta=3.0)

@@ -7,13 +7,21 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from cli_helpers import CONFIGS, invoke
 from click.testing import CliRunner
 
 from rvfx.cli import main
 from rvfx.figures import FIGURES
-from rvfx.report import (Estimate, RegistryError, combine, evaluate_claim, load_registry, order_verdict,
-                         readme_blocks, rule_verdict)
-from cli_helpers import CONFIGS, invoke
+from rvfx.report import (
+    Estimate,
+    RegistryError,
+    combine,
+    evaluate_claim,
+    load_registry,
+    order_verdict,
+    readme_blocks,
+    rule_verdict,
+)
 
 CLAIMS = CONFIGS.parent / "claims.yaml"
 RULES = load_registry(CLAIMS)["rules"]

@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import CONFIGS, invoke
 
 

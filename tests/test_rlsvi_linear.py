@@ -4,9 +4,9 @@ import pytest
 
 from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams, backward_solve
 from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
+from rvfx.core.live import live
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.features import coherent_basis
-from rvfx.core.live import live
 from rvfx.experiment.params import SpecError, build
 
 
@@ -27,6 +27,13 @@ def random_episodes(env, episodes, rng):
 
 # (a) One-hot features: linear RLSVI is tabular RLSVI, draw for draw.
 
+def q_trace(agent, env, episodes):
+    """The agent's Q table at the end of each episode."""
+    trace = []
+    live(agent, env, episodes, on_episode=lambda _: trace.append(agent.q.copy()))
+    return trace
+
+
 @pytest.mark.parametrize("perturbation", ["none", "gaussian", "bootstrap"])
 @pytest.mark.parametrize("noise", [0.0, 1.0])
 def test_one_hot_linear_equals_tabular_along_a_whole_run(perturbation, noise):
@@ -39,9 +46,7 @@ def test_one_hot_linear_equals_tabular_along_a_whole_run(perturbation, noise):
         else:
             params = LinearRLSVIParams(v="H**2/25", lam="v", prior_mean=0.1, basis="one_hot")
             agent = LinearRLSVI(env, rng, params, perturbation)
-        trace = []
-        live(agent, env, 150, on_episode=lambda e: trace.append(agent.q.copy()))
-        qs[kind] = np.array(trace)
+        qs[kind] = np.array(q_trace(agent, env, 150))
     np.testing.assert_allclose(qs["linear"], qs["tabular"], rtol=1e-12, atol=1e-12)
 
 

@@ -4,10 +4,10 @@ import os
 from pathlib import Path
 
 import pandas as pd
+from cli_helpers import invoke
 
 from rvfx.experiment import results
 from rvfx.experiment.spec import load_spec
-from cli_helpers import invoke
 
 
 def tables(out: Path) -> dict:

@@ -1,11 +1,10 @@
 """Learning-time summaries: eq. 7.1, censored medians, log-log slopes."""
 import numpy as np
 import pandas as pd
-
-from rvfx.core.live import LearningTime, log_grid
 import pytest
 
 from rvfx.analysis.stats import censored_median, fit_growth, fit_loglog, median_ci
+from rvfx.core.live import LearningTime, log_grid
 
 
 def test_learning_time_is_first_L_above_one_with_average_regret_at_most_half():
@@ -55,6 +54,7 @@ def test_factorial_effects_recover_known_main_effects_and_pooled_error():
     are flagged, and the pooled s.d. is near 0.5 (24 degrees of freedom: relative s.e. ~ 1/sqrt(48)
     ~ 0.14)."""
     import itertools
+
     from rvfx.analysis.stats import factorial_effects
     rng = np.random.default_rng(0)
     rows = []

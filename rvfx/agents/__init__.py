@@ -3,7 +3,8 @@
 `requires` is what an environment must offer for the agent (a protocol of `rvfx.core.protocols`,
 an environment class, or a tuple of either): `make_agent` checks it.
 """
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from rvfx.agents.cartpole_reference import CartpoleReferenceParams, make_reference
 from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams

@@ -6,7 +6,7 @@ regressions) is this loop with its own one-layer `backup`.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

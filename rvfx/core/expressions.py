@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Union
 
-Expr = Union[float, str]
+Expr = float | str
 """A number, or an arithmetic expression in named quantities, e.g. "H**2/25"."""
 
 

@@ -35,7 +35,8 @@ class RandomMDPParams:
     horizon: int = field(default=5, metadata={"min": 1, "doc": "H: periods per episode (layers)"})
     states: int = field(default=3, metadata={"min": 1, "doc": "|X|: states per period"})
     actions: int = field(default=2, metadata={"min": 1, "doc": "|A|: actions"})
-    beta: float = field(default=3.0, metadata={"min": 3.0, "doc": "1^T alpha_0 of the Dirichlet prior (Assumption 2: >= 3)"})
+    beta: float = field(
+        default=3.0, metadata={"min": 3.0, "doc": "1^T alpha_0 of the Dirichlet prior (Assumption 2: >= 3)"})
     start_state: int = field(default=0, metadata={"min": 0, "doc": "x_0: every episode starts in (0, x_0)"})
 
 

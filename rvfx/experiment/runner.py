@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from rvfx.experiment import results
 from rvfx.agents import AGENTS, make_agent
-from rvfx.envs import ENVS
 from rvfx.core.live import live
 from rvfx.core.protocols import run_tables
+from rvfx.envs import ENVS
+from rvfx.experiment import results
 
 
 def seed_sequence(*parts) -> np.random.SeedSequence:

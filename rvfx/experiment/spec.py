@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from rvfx.experiment import yaml_lines
 from rvfx.agents import AGENTS
 from rvfx.envs import ENVS
+from rvfx.experiment import yaml_lines
 from rvfx.experiment.params import SpecError, build, did_you_mean
 
 SCALES = ("ci", "paper")

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rvfx.analysis.stats import mean_sem_all
 from rvfx.envs.cartpole.draw import draw_cartpole
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams, upright
-from rvfx.figures.common import band, plt, save, write_table
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.analysis.stats import mean_sem_all
+from rvfx.figures.common import band, plt, save, write_table
 
 LAST_FRACTION = 0.1            # "final performance" = the last 10% of episodes
 LEARNT_RETURN = 100.0          # mean final return that counts as a learnt swing-up (see above)
@@ -246,7 +246,8 @@ def fig_render(results, out):
     if hit.size:        # zoom on the swing-up: 2 s before the first rewarded (else up) step to 0.5 s after
         t_hit = traj["t"].iloc[hit[0]]
         lo, hi = np.searchsorted(traj["t"], [t_hit - 2.0, t_hit + 0.5])
-        zoom_title = f"zoom on the swing-up: t = {traj['t'].iloc[lo]:.1f} to {traj['t'].iloc[min(hi, len(traj)) - 1]:.1f}"
+        t_lo, t_hi = traj["t"].iloc[lo], traj["t"].iloc[min(hi, len(traj)) - 1]
+        zoom_title = f"zoom on the swing-up: t = {t_lo:.1f} to {t_hi:.1f}"
     else:
         lo, hi = 0, min(len(traj), 201)
         zoom_title = "pole never up: the first 2 s"
@@ -273,7 +274,7 @@ def fig_render(results, out):
     ax_x.plot(t, traj["x"], color="C1", label="cart position x")
     ax_x.axhspan(-1.0, 1.0, color="C1", alpha=0.06)
     ax_x.set_ylim(-rail * 1.05, rail * 1.05)
-    ax_x.set_ylabel("x (rails at ±%g)" % rail, color="C1")
+    ax_x.set_ylabel(f"x (rails at ±{rail:g})", color="C1")
     handles = ax.get_legend_handles_labels()
     more = ax_x.get_legend_handles_labels()
     ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, ncol=3, loc="lower right")

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rvfx.analysis.stats import factorial_effects, mean_sem
+from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.figures.cartpole import LAST_FRACTION, LEARNT_RETURN, reached
 from rvfx.figures.common import plt, save, write_table
-from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.analysis.stats import factorial_effects, mean_sem
 
 EXPERIMENT = "cartpole_ablation"
 REFERENCE = "cartpole_reference"   # the reference controller's runs: an upper line, not a cell

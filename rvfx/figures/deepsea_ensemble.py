@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.figures.common import band, learning_times, plt, run_dots, save, size_scaling_figure, write_table
-from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.analysis.stats import mean_sem_all, median_ci
+from rvfx.experiment.results import load_spec_value, load_table
+from rvfx.figures.common import band, learning_times, plt, run_dots, save, size_scaling_figure, write_table
 
 # Fig. 14's plateau: the smallest K whose median learning time is within this factor of the best K's
 # (the paper reads "the marginal benefits seem to plateau around K=20" off its regret curves).

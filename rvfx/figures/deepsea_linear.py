@@ -6,9 +6,9 @@ import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 
-from rvfx.figures.common import band, learning_times, plt, run_dots, save, scaling_panel, slope_row, write_table
-from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.analysis.stats import censored_median, fit_loglog, mean_sem, mean_sem_all
+from rvfx.experiment.results import load_spec_value, load_table
+from rvfx.figures.common import band, learning_times, plt, run_dots, save, scaling_panel, slope_row, write_table
 
 LT_LABEL = "learning time (episodes, eq. 7.1)"
 CENSORED_NOTE = "dots: runs; line: median; open triangles: censored runs at their cap"
@@ -310,8 +310,8 @@ def fig_tuning_lambda(results, out):
         ax.set_xscale("log")
         ax.set_xlabel("prior variance lambda")
         ax.set_title(_noise_title(noise), fontsize=9)
-        for key, g in pd.concat([gauss, boot])[lambda d: d["env.reward_noise"] == noise].groupby(
-                "agent.v", dropna=False, sort=True):
+        both = pd.concat([gauss, boot])
+        for key, g in both[both["env.reward_noise"] == noise].groupby("agent.v", dropna=False, sort=True):
             row = {"reward noise sd": noise, "randomization": _setting_label(key)}
             for lam, s in g.groupby("agent.lam"):
                 row[f"lambda={lam:g}"] = round(float(s["final_cum_regret"].mean()))

@@ -167,8 +167,8 @@ def draw_ensemble(ax) -> None:
     for y, label in rows:
         _box(ax, (0.03, y - 0.05), 0.42, 0.1,
              f"ensemble_buffer[{label}]\n" + r"$(s,a,r+z^{" + label + r"},s')$ or kept w.p. 1/2", fontsize=5.5)
-        _box(ax, (0.52, y - 0.05), 0.26, 0.1, r"$\tilde\theta_{" + label + r"}$, prior $\tilde\theta^p_{" + label + "}$",
-             "#e9f5db", fontsize=6)
+        member = r"$\tilde\theta_{" + label + r"}$, prior $\tilde\theta^p_{" + label + "}$"
+        _box(ax, (0.52, y - 0.05), 0.26, 0.1, member, "#e9f5db", fontsize=6)
         _arrow(ax, (0.45, y), (0.52, y))
     ax.text(0.24, 0.37, r"$\vdots$", ha="center", va="center", fontsize=10)
     ax.text(0.65, 0.37, r"$\vdots$", ha="center", va="center", fontsize=10)

@@ -25,8 +25,8 @@ from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.core.backward_induction import backward_induction
 from rvfx.core.live import live
 from rvfx.envs.random_mdp import RandomMDP, RandomMDPParams
-from rvfx.figures.common import plt, save, write_table
 from rvfx.experiment.results import load_table
+from rvfx.figures.common import plt, save, write_table
 
 ENV_KEYS = ["env.horizon", "env.states", "env.actions", "env.beta"]
 

@@ -28,8 +28,8 @@ import numpy as np
 
 from rvfx.agents.tabular.base import ActRule, QPolicy, TransitionStore, act_fields
 from rvfx.core.backward_induction import backward_induction
-from rvfx.envs.features import misspecify, one_hot_basis
 from rvfx.core.expressions import Expr, evaluate
+from rvfx.envs.features import misspecify, one_hot_basis
 
 Perturbation = Literal["none", "gaussian", "bootstrap"]
 

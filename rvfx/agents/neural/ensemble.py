@@ -23,11 +23,10 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics
+from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
+from rvfx.agents.neural.representations import FiniteCodes, Representation, RepresentationKind, representation_for
 from rvfx.agents.tabular.base import greedy_policy
 from rvfx.core.protocols import ProbeStates
-from rvfx.agents.neural.representations import (FiniteCodes, Representation, RepresentationKind,
-                                                 representation_for)
-from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
 
 Mask = Literal["bootstrap", "gaussian", "none"]
 

@@ -22,7 +22,8 @@ Python floats so that arithmetic never silently upcasts to float64.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -44,7 +45,7 @@ class BlockInput(NamedTuple):
         """(B, n_nonzero): only the batch size is used, as for an array input."""
         return self.values.shape
 
-    def take(self, idx: np.ndarray) -> "BlockInput":
+    def take(self, idx: np.ndarray) -> BlockInput:
         """The inputs at positions `idx` of the batch."""
         return BlockInput(self.block[idx], self.values[idx], None if self.key is None else self.key[idx])
 

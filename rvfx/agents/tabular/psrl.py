@@ -19,11 +19,14 @@ from rvfx.core.backward_induction import backward_induction
 
 @dataclass(frozen=True)
 class PSRLParams:
-    dirichlet_alpha: float = field(default=1.0, metadata={"gt": 0.0, "doc": "Dirichlet concentration per next-layer state"})
+    dirichlet_alpha: float = field(
+        default=1.0, metadata={"gt": 0.0, "doc": "Dirichlet concentration per next-layer state"})
     reward_prior_mean: float = field(default=0.0, metadata={"doc": "prior mean of each mean reward"})
-    reward_prior_precision: float = field(default=1.0, metadata={"gt": 0.0, "doc": "prior precision of each mean reward"})
+    reward_prior_precision: float = field(
+        default=1.0, metadata={"gt": 0.0, "doc": "prior precision of each mean reward"})
     reward_noise_precision: float = field(default=1.0, metadata={"gt": 0.0, "doc": "assumed precision of reward noise"})
-    data_weight: float = field(default=10.0, metadata={"gt": 0.0, "doc": "count each transition this many times (paper: 10)"})
+    data_weight: float = field(
+        default=10.0, metadata={"gt": 0.0, "doc": "count each transition this many times (paper: 10)"})
 
 
 class PSRL(TabularAgent):

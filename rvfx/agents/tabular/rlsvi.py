@@ -15,8 +15,8 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.core.backward_induction import backward_induction
 from rvfx.agents.tabular.base import ActRule, TabularAgent, TransitionStore, act_fields
+from rvfx.core.backward_induction import backward_induction
 from rvfx.core.expressions import Expr, evaluate
 
 

@@ -24,7 +24,8 @@ from rvfx.core.backward_induction import backward_induction
 class UCRL2Params:
     delta: float = field(default=0.05, metadata={"gt": 0.0, "max": 1.0, "doc": "confidence level delta"})
     confidence_scale: float = field(default=0.1, metadata={"gt": 0.0, "doc": "multiplies both widths (paper: 0.1)"})
-    data_weight: float = field(default=10.0, metadata={"gt": 0.0, "doc": "count each transition this many times (paper: 10)"})
+    data_weight: float = field(
+        default=10.0, metadata={"gt": 0.0, "doc": "count each transition this many times (paper: 10)"})
     width_states: Literal["next_layer", "all"] = field(
         default="next_layer", metadata={"doc": "S in the widths: N cells of the next row, or all N^2 states"})
     reward_max: float = field(default=1.0, metadata={"doc": "optimistic rewards are clipped at this bound"})

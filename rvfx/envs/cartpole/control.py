@@ -22,8 +22,7 @@ import numpy as np
 import scipy.linalg
 
 from rvfx.core.live import episode
-from rvfx.envs.cartpole.dynamics import (CartpoleSwingUp, CartpoleSwingUpParams, euler_step, physics_constants,
-                                upright)
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams, euler_step, physics_constants, upright
 
 
 def wrap_pi(theta: float) -> float:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -32,10 +33,12 @@ class CartpoleSwingUpParams:
     gravity: float = field(default=9.8, metadata={"min": 0.0, "doc": "g"})
     dt: float = field(default=0.01, metadata={"gt": 0.0, "doc": "Euler time step Δt"})
     force: float = field(default=10.0, metadata={"min": 0.0, "doc": "actions 0, 1, 2 apply -F, 0, +F"})
-    action_cost: float = field(default=0.001, metadata={"min": 0.0, "doc": "cost per step per unit |F| (paper: |F|/1000)"})
+    action_cost: float = field(
+        default=0.001, metadata={"min": 0.0, "doc": "cost per step per unit |F| (paper: |F|/1000)"})
     max_time: float = field(default=10.0, metadata={"gt": 0.0, "doc": "episode ends once t > max_time"})
     rail: float = field(default=5.0, metadata={"gt": 0.0, "doc": "rigid rail ends at x = ±rail"})
-    init_noise: float = field(default=0.05, metadata={"min": 0.0, "doc": "s_0 = (start_angle,0,0,0) + U(±init_noise) per component"})
+    init_noise: float = field(
+        default=0.05, metadata={"min": 0.0, "doc": "s_0 = (start_angle,0,0,0) + U(±init_noise) per component"})
     start_angle: float = field(default=math.pi, metadata={
         "added_later": True,
         "doc": "θ of s_0 before the noise (paper: π, hanging down; 0: upright, a control that needs no exploration)"})
