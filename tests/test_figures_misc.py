@@ -220,4 +220,4 @@ def test_regret_bound_end_to_end_from_a_tiny_run(tmp_path):
 def test_every_registered_figure_names_a_drawing_function():
     import importlib
     for fig in FIGURES.values():
-        assert callable(getattr(importlib.import_module(f"rvfx.figures.{fig.module}"), fig.function)), fig.id
+        assert callable(getattr(importlib.import_module(fig.module), fig.function)), fig.id

@@ -16,93 +16,96 @@ from pathlib import Path
 class Figure:
     id: str
     experiments: tuple
-    module: str             # rvfx.figures.<module> ...
-    function: str           # ... holds draw(results_dir: Path, out_dir: Path) -> list[Path] by this name
+    module: str             # the module (e.g. rvfx.figures.deepsea_tabular) that holds ...
+    function: str           # ... draw(results_dir: Path, out_dir: Path) -> list[Path] by this name
     caption: str
 
     def draw(self, results: Path, out: Path) -> list[Path]:
-        return getattr(importlib.import_module(f"rvfx.figures.{self.module}"), self.function)(results, out)
+        return getattr(importlib.import_module(self.module), self.function)(results, out)
 
 
 FIGURES: dict[str, Figure] = {f.id: f for f in [
-    Figure("deepsea_tabular", ("deepsea_tabular",), "deepsea_tabular", "fig_regret",
+    Figure("deepsea_tabular", ("deepsea_tabular",), "rvfx.figures.deepsea_tabular", "fig_regret",
            "Fig. 4: cumulative regret on deep sea, mean +- 1 s.e. over seeds (pooled as in the "
            "paper; and split by treasure / bomb)"),
-    Figure("deepsea_tabular_scaling", ("deepsea_tabular_scaling",), "deepsea_tabular", "fig_scaling",
+    Figure("deepsea_tabular_scaling", ("deepsea_tabular_scaling",), "rvfx.figures.deepsea_tabular", "fig_scaling",
            "Fig. 5: learning time vs N (log-log) with fitted slopes; censored runs as open "
            "triangles"),
-    Figure("deepsea_linear", ("deepsea_linear",), "deepsea_linear", "fig_linear_regret",
+    Figure("deepsea_linear", ("deepsea_linear",), "rvfx.figures.deepsea_linear", "fig_linear_regret",
            "Fig. 6: cumulative regret of linear learn_grlsvi on deep sea (N=50, M=50), mean +- 1 "
            "s.e. over treasure and bomb seeds; epsilon-greedy LSVI as a dithering reference"),
-    Figure("deepsea_linear_scaling", ("deepsea_linear_scaling",), "deepsea_linear", "fig_linear_scaling",
+    Figure("deepsea_linear_scaling", ("deepsea_linear_scaling",), "rvfx.figures.deepsea_linear", "fig_linear_scaling",
            "Fig. 7: learning time of linear learn_grlsvi vs N for several M (treasure): (a) raw, "
            "(b) log-log with fitted slope and 95% bootstrap CI; censored runs as open triangles"),
-    Figure("deepsea_linear_features", ("deepsea_linear_features",), "deepsea_linear", "fig_linear_features",
+    Figure("deepsea_linear_features", ("deepsea_linear_features",),
+           "rvfx.figures.deepsea_linear", "fig_linear_features",
            "Fig. 8: learning time of linear learn_grlsvi vs features per row M for several N, "
            "dotted lines at M = 2N; both readings of the random basis (random unit vectors, "
            "orthonormal)"),
-    Figure("deepsea_misspecified", ("deepsea_misspecified",), "deepsea_linear", "fig_misspecified",
+    Figure("deepsea_misspecified", ("deepsea_misspecified",), "rvfx.figures.deepsea_linear", "fig_misspecified",
            "Fig. 9: cumulative regret of linear learn_grlsvi after T episodes vs misspecification "
            "psi, for several M (N=20), mean +- 1 s.e. over seeds"),
-    Figure("deepsea_tuning_lambda", ("deepsea_tuning",), "deepsea_linear", "fig_tuning_lambda",
+    Figure("deepsea_tuning_lambda", ("deepsea_tuning",), "rvfx.figures.deepsea_linear", "fig_tuning_lambda",
            "Fig. 10: regret after T episodes vs prior variance lambda for several v and for the "
            "bootstrap, deterministic and N(0,1)-noisy rewards (N=20, M=10), mean +- 1 s.e. over "
            "seeds"),
-    Figure("deepsea_tuning_v", ("deepsea_tuning",), "deepsea_linear", "fig_tuning_v",
+    Figure("deepsea_tuning_v", ("deepsea_tuning",), "rvfx.figures.deepsea_linear", "fig_tuning_v",
            "Fig. 11: regret after T episodes vs noise variance v at lambda=100, with the bootstrap "
            "as a reference, deterministic and N(0,1)-noisy rewards, mean +- 1 s.e. over seeds"),
-    Figure("deepsea_tuning_seeds", ("deepsea_tuning",), "deepsea_linear", "fig_tuning_seeds",
+    Figure("deepsea_tuning_seeds", ("deepsea_tuning",), "rvfx.figures.deepsea_linear", "fig_tuning_seeds",
            "Fig. 12: per-seed cumulative regret at lambda=100 for each v and for the bootstrap, "
            "deterministic and N(0,1)-noisy rewards"),
-    Figure("deepsea_bootstrap_scaling", ("deepsea_bootstrap_scaling",), "deepsea_linear", "fig_bootstrap_scaling",
+    Figure("deepsea_bootstrap_scaling", ("deepsea_bootstrap_scaling",),
+           "rvfx.figures.deepsea_linear", "fig_bootstrap_scaling",
            "Fig. 13: learning time of linear learn_brlsvi (solid) beside learn_grlsvi (dashed) on "
            "the same instances: (a) vs N for several M, log-log with slopes; (b) vs M for several "
            "N, dotted at M = 2N"),
-    Figure("beta_vs_normal", (), "beta_vs_normal", "draw",
+    Figure("beta_vs_normal", (), "rvfx.figures.beta_vs_normal", "draw",
            "Fig. 18: Beta(3,2) vs N(3/5, 1/3): pdfs, cdfs, their differences; dashed lines bound "
            "the set C"),
-    Figure("exploration_table", ("exploration_table",), "exploration_table", "draw",
+    Figure("exploration_table", ("exploration_table",), "rvfx.figures.exploration_table", "draw",
            "Table 1: learning time (eq. 7.1) on deep sea vs N per exploration method, log scale, "
            "with 2^N and N reference lines; censored runs as open triangles at their cap"),
-    Figure("illustrations", (), "illustrations", "draw",
+    Figure("illustrations", (), "rvfx.figures.illustrations", "draw",
            "Figs. 1-3: deep-sea diagram of an instance; variance of learn_grlsvi samples of "
            "Q_h(s,a) on the 4-state example (computed); single vs ensemble value learning"),
-    Figure("regret_bound", ("regret_bound",), "regret_bound", "draw",
+    Figure("regret_bound", ("regret_bound",), "rvfx.figures.regret_bound", "draw",
            "Thm. 1: empirical Bayesian regret of tabular RLSVI (v=3H^2, theta-bar=H, "
            "v/lambda=beta) on Dirichlet-prior MDPs, mean and 95% CI over sampled MDPs, vs eqs. 6.1 "
            "and 6.2 over L"),
-    Figure("regret_bound_optimism", (), "regret_bound", "draw_optimism",
+    Figure("regret_bound_optimism", (), "rvfx.figures.regret_bound", "draw_optimism",
            "Thm. 1 proof, optimism step: E[max_a Q_l0(x0,a)] - E[V*_M(x0)] >= 0 under the prior "
            "(per episode l), and given histories under the Dirichlet posterior (computed)"),
-    Figure("cartpole_dqn", ("cartpole_dqn",), "cartpole", "fig_dqn",
+    Figure("cartpole_dqn", ("cartpole_dqn",), "rvfx.figures.cartpole", "fig_dqn",
            "Fig. 16: DQN with epsilon annealed 1->0 over several schedules on cartpole swing-up; "
            "episodic reward, mean +- 1 s.e.m., and the fraction of seeds reaching the upright "
            "reward"),
-    Figure("cartpole_rlsvi", ("cartpole_rlsvi",), "cartpole", "fig_rlsvi",
+    Figure("cartpole_rlsvi", ("cartpole_rlsvi",), "rvfx.figures.cartpole", "fig_rlsvi",
            "Fig. 17: ensemble RLSVI (K=20) with a 50-50 MLP vs one-layer and linear value "
            "functions; episodic reward, mean +- 1 s.e.m., and the fraction of seeds reaching the "
            "upright reward"),
-    Figure("cartpole_balance", ("cartpole_balance",), "cartpole", "fig_balance",
+    Figure("cartpole_balance", ("cartpole_balance",), "rvfx.figures.cartpole", "fig_balance",
            "Control for Figs. 16-17: the same agents started upright (no exploration needed to "
            "find the reward); episodic reward, mean +- 1 s.e.m., and which of them learn to "
            "balance"),
-    Figure("cartpole_render", ("cartpole_rlsvi",), "cartpole", "fig_render",
+    Figure("cartpole_render", ("cartpole_rlsvi",), "rvfx.figures.cartpole", "fig_render",
            "Greedy rollout of a learned ensemble-RLSVI policy on cartpole swing-up (one seed: the "
            "final greedy episode with the most rewarded, then pole-up, steps): strips of frames, "
            "pole green while rewarded, and theta, x over time"),
-    Figure("deepsea_ensemble", ("deepsea_ensemble",), "deepsea_ensemble", "fig_ensemble",
+    Figure("deepsea_ensemble", ("deepsea_ensemble",), "rvfx.figures.deepsea_ensemble", "fig_ensemble",
            "Fig. 14: cumulative regret of learn_ensemble_rlsvi on deep sea N=25 (one-hot pixels) "
            "for ensemble sizes K, mean +- 1 s.e. over seeds; learning time vs K and the K where it "
            "plateaus"),
-    Figure("deepsea_ensemble_scaling", ("deepsea_ensemble_scaling",), "deepsea_ensemble", "fig_ensemble_scaling",
+    Figure("deepsea_ensemble_scaling", ("deepsea_ensemble_scaling",),
+           "rvfx.figures.deepsea_ensemble", "fig_ensemble_scaling",
            "Fig. 15: learning time of learn_ensemble_rlsvi (K=20) vs deep sea size N, log-log, per "
            "input representation, with fitted slopes and 95% bootstrap CIs; censored runs as open "
            "triangles"),
-    Figure("cartpole_ablation", ("cartpole_ablation",), "cartpole_ablation", "fig_ablation",
+    Figure("cartpole_ablation", ("cartpole_ablation",), "rvfx.figures.cartpole_ablation", "fig_ablation",
            "Fig. 17 screen: a 2^(7-3) resolution-IV fraction of seven factors of ensemble RLSVI on "
            "cartpole swing-up plus bsuite's settings as a control; each run's responses and the "
            "factors' main effects"),
-    Figure("cartpole_diagnostics", ("cartpole_ablation",), "cartpole_ablation", "fig_diagnostics",
+    Figure("cartpole_diagnostics", ("cartpole_ablation",), "rvfx.figures.cartpole_ablation", "fig_diagnostics",
            "Fig. 17 screen diagnostics: over-estimation of Q, the ensemble's spread and values on "
            "probe states, and the greedy-action flip rate per SGD step, over episodes, per cell"),
 ]}
