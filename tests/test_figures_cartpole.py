@@ -73,7 +73,8 @@ def test_learnt_means_a_final_return_of_100_not_one_pass_through_the_box(tmp_pat
                          "return": final if late else -6.0})
     eps = pd.DataFrame(rows)
     (tmp_path / "x").mkdir()
-    (tmp_path / "x" / "spec.yaml").write_text("agents:\n  rlsvi: {algorithm: ensemble_rlsvi}\n")
+    (tmp_path / "x" / "spec.yaml").write_text("env: {name: cartpole_swingup}\n"
+                                             "agents:\n  rlsvi: {algorithm: ensemble_rlsvi}\n")
     theta = {"r0": [math.pi, 0.3, -0.3], "r1": [math.pi, 0.32, math.pi], "r2": [math.pi, 0.1, 0.0]}
     reward = {"r0": [0, 0, 0], "r1": [0, 0, 0], "r2": [0, 1, 1]}          # cos 0.3 = 0.955, cos 0.32 = 0.949
     theta_dot = {"r0": [9, -6, 2], "r1": [0, 9, 9], "r2": [9, 0.5, -0.3]}  # while up: r0 6, 2; r2 0.5, 0.3

@@ -20,6 +20,14 @@ class DeepSeaParams:
     randomize_actions: bool = field(default=True, metadata={"doc": "False: action 1 is always 'right'"})
 
 
+def optimal_return(params: DeepSeaParams) -> float:
+    """V* of the start: 1 - 0.01 for the treasure (N diagonal "right"s at 0.01/N each), 0 for the bomb.
+
+    Going left always returns 0 exactly, so it is also the regret per episode of never opening the chest.
+    """
+    return 0.99 if params.treasure else 0.0
+
+
 class DeepSea:
     """States are (row, column); row is also the time step, so H = N layers of N cells.
 
@@ -38,7 +46,7 @@ class DeepSea:
             self.right_action = np.ones((n, n), dtype=np.int64)
         self.move_cost = 0.01 / n
         self.chest = 1.0 if params.treasure else -1.0
-        self.optimal_return = 0.99 if params.treasure else 0.0
+        self.optimal_return = optimal_return(params)
         # Layered tabular shape (H, S, A) for agents that need it.
         self.shape = (n, n, 2)
         self.num_actions = 2

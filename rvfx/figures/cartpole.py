@@ -18,7 +18,7 @@ from rvfx.analysis.stats import mean_sem_all
 from rvfx.envs.cartpole.draw import draw_cartpole
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams, upright
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.figures.common import band, plt, save, write_table
+from rvfx.figures.common import agent_params, band, env_params, plt, save, write_table
 
 LAST_FRACTION = 0.1            # "final performance" = the last 10% of episodes
 LEARNT_RETURN = 100.0          # mean final return that counts as a learnt swing-up (see above)
@@ -34,16 +34,17 @@ def _swept(eps: pd.DataFrame) -> list[str]:
 
 
 def _describe(results, experiment: str, agent: str, row: dict) -> str:
-    """A short legend label from the agent's resolved parameters and its swept values."""
-    p = dict(load_spec_value(results, experiment, ("agents", agent)) or {})
-    p.update({k.split(".", 1)[1]: v for k, v in row.items() if k.startswith("agent.")})
-    if p.get("algorithm") == "cartpole_reference":
+    """A short legend label from the agent's parameters: the spec's, its swept values, the defaults."""
+    algorithm = load_spec_value(results, experiment, ("agents", agent, "algorithm"))
+    if algorithm == "cartpole_reference":
         return "reference controller (energy pumping + LQR, not a learner)"
-    if p.get("algorithm") == "dqn":
-        return f"DQN, ε 1→0 over {int(p.get('epsilon_anneal_episodes', 100))} episodes"
-    h1, h2 = int(p.get("hidden1", 50)), int(p.get("hidden2", 50))
+    p = agent_params(results, experiment, agent, {k.split(".", 1)[1]: v for k, v in row.items()
+                                                  if k.startswith("agent.")})
+    if algorithm == "dqn":
+        return f"DQN, ε {p.epsilon:g}→{p.epsilon_final:g} over {int(p.epsilon_anneal_episodes)} episodes"
+    h1, h2 = int(p.hidden1), int(p.hidden2)
     net = "linear Q" if h1 == 0 else (f"{h1} ReLU, one layer" if h2 == 0 else f"{h1}-{h2} ReLU MLP")
-    return f"{agent}: K={int(p.get('K', 20))}, {net}"
+    return f"{agent}: K={int(p.K)}, {net}"
 
 
 def _groups(results, experiment: str, eps: pd.DataFrame):
@@ -66,14 +67,6 @@ def _per_run(g: pd.DataFrame, window: int) -> pd.DataFrame:
     g["smoothed"] = by["return"].transform(lambda s: s.rolling(window, min_periods=1).mean())
     g["reached_by"] = by["_reached"].cummax()
     return g
-
-
-def env_params(results, experiment: str) -> CartpoleSwingUpParams:
-    """The cartpole parameters as the experiment's spec set them (defaults for the rest): e.g. the
-    reward box's bounds upright_cos (cos θ > 0.95) and steady_bound (|θ̇|, |x|, |ẋ| <= 1), Sec. 7.2.2."""
-    env = dict(load_spec_value(results, experiment, ("env",)) or {})
-    env.pop("name", None)
-    return CartpoleSwingUpParams(**env)
 
 
 def rewarded(traj: pd.DataFrame, p: CartpoleSwingUpParams):

@@ -1,6 +1,7 @@
 """Shared plotting pieces: saving, mean +- s.e. bands, learning-time scaling panels."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import matplotlib
@@ -11,7 +12,25 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from rvfx.agents import AGENTS  # noqa: E402
 from rvfx.analysis.stats import fit_loglog, mean_sem  # noqa: E402
+from rvfx.envs import ENVS  # noqa: E402
+from rvfx.experiment.results import load_spec_value  # noqa: E402
+
+
+def env_params(results, experiment: str):
+    """The experiment's environment parameters as its resolved spec (saved beside the tables) set
+    them, defaults for the rest: the figures' constants come from here, not from literals."""
+    env = dict(load_spec_value(results, experiment, ("env",)) or {})
+    return ENVS[env.pop("name")][1](**env)
+
+
+def agent_params(results, experiment: str, agent: str, swept: dict | None = None):
+    """The parameters of the spec's `agent` (its resolved settings, `swept` values over them, defaults
+    for the rest) as its algorithm's dataclass."""
+    spec = {**(load_spec_value(results, experiment, ("agents", agent)) or {}), **(swept or {})}
+    params_cls = AGENTS[spec["algorithm"]].params
+    return params_cls(**{f.name: spec[f.name] for f in dataclasses.fields(params_cls) if f.name in spec})
 
 
 def save(fig, out: Path, name: str) -> list[Path]:

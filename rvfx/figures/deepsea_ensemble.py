@@ -6,11 +6,21 @@ import pandas as pd
 
 from rvfx.analysis.stats import mean_sem_all, median_ci
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.figures.common import band, learning_times, plt, run_dots, save, size_scaling_figure, write_table
+from rvfx.figures.common import (
+    agent_params,
+    band,
+    learning_times,
+    plt,
+    run_dots,
+    save,
+    size_scaling_figure,
+    write_table,
+)
 
 # Fig. 14's plateau: the smallest K whose median learning time is within this factor of the best K's
 # (the paper reads "the marginal benefits seem to plateau around K=20" off its regret curves).
 PLATEAU_TOLERANCE = 1.2
+INPUTS = {"pixels": "one-hot pixels", "linear_basis": "linear basis input"}
 
 
 def plateau_k(ks, medians, tolerance: float = PLATEAU_TOLERANCE):
@@ -53,7 +63,9 @@ def fig_ensemble(results, out):
                      "final regret": f"{final['mean']:.1f} ± {final['sem']:.1f}"})
     ax.set_xlabel("episode")
     ax.set_ylabel("cumulative regret")
-    ax.set_title(f"learn_ensemble_rlsvi, deep sea N={size}, one-hot pixels")
+    representation = {agent_params(results, "deepsea_ensemble", a).representation for a in runs["agent"].unique()}
+    inputs = ", ".join(INPUTS[r] for r in sorted(representation))
+    ax.set_title(f"learn_ensemble_rlsvi, deep sea N={size}, {inputs}")
     ax.legend(fontsize=8, title="mean ± 1 s.e.", title_fontsize=8)
 
     table = pd.DataFrame(rows)

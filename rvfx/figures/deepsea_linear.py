@@ -6,9 +6,22 @@ import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 
+from rvfx.agents.linear.rlsvi import LinearRLSVIParams
 from rvfx.analysis.stats import censored_median, fit_loglog, mean_sem, mean_sem_all
+from rvfx.envs.deep_sea import optimal_return
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.figures.common import band, learning_times, plt, run_dots, save, scaling_panel, slope_row, write_table
+from rvfx.figures.common import (
+    agent_params,
+    band,
+    env_params,
+    learning_times,
+    plt,
+    run_dots,
+    save,
+    scaling_panel,
+    slope_row,
+    write_table,
+)
 
 LT_LABEL = "learning time (episodes, eq. 7.1)"
 CENSORED_NOTE = "dots: runs; line: median; open triangles: censored runs at their cap"
@@ -20,6 +33,15 @@ def _fmt_fit(fit) -> str:
 
 def _seeds(df: pd.DataFrame) -> int:
     return int(df["seed"].nunique())
+
+
+def _never_opens(results, exp: str) -> float:
+    """Regret per episode of never opening the chest (going left always returns 0): V* of the start."""
+    return optimal_return(env_params(results, exp))
+
+
+def _chest(results, exp: str) -> str:
+    return "treasure" if env_params(results, exp).treasure else "bomb"
 
 
 def _cap(results, exp: str) -> int:
@@ -155,8 +177,8 @@ def fig_linear_scaling(results, out):
         a.set_xlabel("deep sea size N")
         a.set_ylabel(LT_LABEL)
         a.set_title(t, fontsize=10)
-    fig.suptitle(f"Linear learn_grlsvi, treasure, {_seeds(runs)} seeds per (N, M), cap {_cap(results, exp)} "
-                 f"episodes; {CENSORED_NOTE}", fontsize=8)
+    fig.suptitle(f"Linear learn_grlsvi, {_chest(results, exp)}, {_seeds(runs)} seeds per (N, M), "
+                 f"cap {_cap(results, exp)} episodes; {CENSORED_NOTE}", fontsize=8)
     rows = []
     for name, fit in fits.items():
         g = runs[runs["features"] == name]
@@ -222,8 +244,8 @@ def fig_linear_features(results, out):
             ax.set_title(f"{label} (basis: {basis}){', log-log' if loglog else ''}", fontsize=9)
             ax.legend(fontsize=7)
         rows += _vs_m_rows(g, f"{label} ({basis})")
-    fig.suptitle(f"Linear learn_grlsvi, treasure, {_seeds(runs)} seeds per (N, M), cap {_cap(results, exp)} "
-                 f"episodes; {CENSORED_NOTE}", fontsize=8)
+    fig.suptitle(f"Linear learn_grlsvi, {_chest(results, exp)}, {_seeds(runs)} seeds per (N, M), "
+                 f"cap {_cap(results, exp)} episodes; {CENSORED_NOTE}", fontsize=8)
     return save(fig, out, "deepsea_linear_features") + write_table(pd.DataFrame(rows), out,
                                                                    "deepsea_linear_features_bend")
 
@@ -257,7 +279,8 @@ def fig_misspecified(results, out):
                                                                                else "none in grid"),
                      f"regret at psi={rmax['agent.psi']:g}": f"{rmax['mean']:.0f} ± {rmax['sem']:.0f}",
                      "seeds learnt at largest psi": f"{int(learnt['sum'].iloc[-1])}/{int(learnt['count'].iloc[-1])}"})
-    ax.axhline(0.99 * T, color="grey", ls="--", lw=0.8, label="never opens the chest (0.99 T)")
+    never = _never_opens(results, exp)
+    ax.axhline(never * T, color="grey", ls="--", lw=0.8, label=f"never opens the chest ({never:g} T)")
     ax.set_xscale("log")
     ax.set_xticks(ticks, tick_labels)
     ax.xaxis.set_minor_locator(mticker.NullLocator())
@@ -278,7 +301,8 @@ def _tuning(results):
     gauss = runs[runs["algorithm"] == "linear_grlsvi"]
     boot = runs[runs["algorithm"] == "linear_brlsvi"]
     lams = np.sort(runs["agent.lam"].dropna().unique())
-    lam_ref = float(lams[np.argmin(np.abs(np.log(lams / 100.0)))])     # the paper's lambda = 100
+    paper_lam = float(LinearRLSVIParams().lam)                           # the paper's lambda (100)
+    lam_ref = float(lams[np.argmin(np.abs(np.log(lams / paper_lam)))])
     return exp, runs, gauss, boot, lam_ref
 
 
@@ -298,6 +322,7 @@ def fig_tuning_lambda(results, out):
                              layout="constrained")
     vs = np.sort(gauss["agent.v"].unique())
     cmap = plt.get_cmap("viridis")
+    never = _never_opens(results, exp)
     rows = []
     for ax, noise in zip(axes[0], noises):
         for k, v in enumerate(vs):
@@ -306,7 +331,7 @@ def fig_tuning_lambda(results, out):
         b = boot[boot["env.reward_noise"] == noise]
         if not b.empty:
             band(ax, b, "agent.lam", "final_cum_regret", "brlsvi (bootstrap)", color="k").set_linestyle("--")
-        ax.axhline(0.99 * T, color="grey", ls=":", lw=0.8)
+        ax.axhline(never * T, color="grey", ls=":", lw=0.8)
         ax.set_xscale("log")
         ax.set_xlabel("prior variance lambda")
         ax.set_title(_noise_title(noise), fontsize=9)
@@ -319,7 +344,7 @@ def fig_tuning_lambda(results, out):
     axes[0, 0].set_ylabel(f"cumulative regret after {T} episodes")
     axes[0, -1].legend(fontsize=7)
     fig.suptitle(f"Linear RLSVI vs prior variance, mean ± 1 s.e. over {_seeds(runs)} seeds; "
-                 "dotted: never opens the chest (0.99 T)", fontsize=8)
+                 f"dotted: never opens the chest ({never:g} T)", fontsize=8)
     return save(fig, out, "deepsea_tuning_lambda") + write_table(pd.DataFrame(rows), out,
                                                                  "deepsea_tuning_lambda_regret")
 
@@ -328,6 +353,7 @@ def fig_tuning_v(results, out):
     exp, runs, gauss, boot, lam_ref = _tuning(results)
     T = int(runs["episodes_run"].max())
     noises = np.sort(runs["env.reward_noise"].unique())
+    never = _never_opens(results, exp)
     fig, axes = plt.subplots(1, len(noises), figsize=(6 * len(noises), 4.5), sharey=True, squeeze=False,
                              layout="constrained")
     rows = []
@@ -340,7 +366,7 @@ def fig_tuning_v(results, out):
             bm = mean_sem_all(b, "final_cum_regret")
             ax.axhline(bm["mean"], color="k", ls="--", label="learn_brlsvi (bootstrap, no v to choose)")
             ax.axhspan(bm["mean"] - bm["sem"], bm["mean"] + bm["sem"], color="k", alpha=0.15)
-        ax.axhline(0.99 * T, color="grey", ls=":", lw=0.8, label="never opens the chest (0.99 T)")
+        ax.axhline(never * T, color="grey", ls=":", lw=0.8, label=f"never opens the chest ({never:g} T)")
         if noise > 0:
             ax.axvline(noise ** 2, color="C3", ls=":", lw=0.8, label="v = reward noise variance")
         ax.set_xscale("log")
@@ -371,6 +397,7 @@ def fig_tuning_seeds(results, out):
     noises = np.sort(sub["env.reward_noise"].unique())
     settings = sorted(sub["agent.v"].dropna().unique()) + ([np.nan] if sub["agent.v"].isna().any() else [])
     T = int(sub["episodes_run"].max())
+    never = _never_opens(results, exp)
     fig, axes = plt.subplots(len(noises), len(settings), figsize=(2.2 * len(settings), 2.4 * len(noises)),
                              sharex=True, sharey=True, squeeze=False, layout="constrained")
     rows = []
@@ -381,7 +408,7 @@ def fig_tuning_seeds(results, out):
             e = eps[(eps["env.reward_noise"] == noise) & pick(eps)]
             for _, curve in e.groupby("seed"):
                 ax.plot(curve["episode"], curve["cum_regret"], lw=0.8, alpha=0.8)
-            ax.plot([1, T], [0.99, 0.99 * T], color="grey", ls=":", lw=0.8)
+            ax.plot([1, T], [never, never * T], color="grey", ls=":", lw=0.8)
             r = sub[(sub["env.reward_noise"] == noise) & pick(sub)]
             learnt = int((~r["censored"].astype(bool)).sum())
             ax.set_title(f"{_setting_label(v)}: {learnt}/{len(r)} learn", fontsize=7)
@@ -397,19 +424,26 @@ def fig_tuning_seeds(results, out):
                          "final regret (min, median, max)": " / ".join(
                              f"{q:.0f}" for q in np.quantile(r["final_cum_regret"], [0, 0.5, 1]))})
     fig.suptitle(f"Per-seed cumulative regret, lambda={lam_ref:g}, one line per seed; dotted: never opens the "
-                 f"chest (linear regret 0.99 per episode); 'learn' = eq. 7.1 within {T} episodes", fontsize=8)
+                 f"chest (linear regret {never:g} per episode); 'learn' = eq. 7.1 within {T} episodes", fontsize=8)
     return save(fig, out, "deepsea_tuning_seeds") + write_table(pd.DataFrame(rows), out, "deepsea_tuning_seeds")
 
 
 # ---------------------------------------------------------------------------------------------
 # Fig. 13
 
+def _sweeps_sizes(agent: dict) -> bool:
+    """Panel (a) holds the agents whose grid sweeps more sizes N than feature counts M, (b) the others."""
+    grid = agent.get("grid", {})
+    return len(grid.get("env.size", [])) > len(grid.get("agent.M", []))
+
+
 def fig_bootstrap_scaling(results, out):
     exp = "deepsea_bootstrap_scaling"
     runs = load_table(results, exp, "runs")
     styles = {"linear_brlsvi": ("-", "o", "brlsvi"), "linear_grlsvi": ("--", "s", "grlsvi")}
-    vs_n = runs[runs["agent"].str.endswith("_N")]
-    vs_m = runs[runs["agent"].str.endswith("_M")]
+    agents = load_spec_value(results, exp, ("agents",))
+    vs_n = runs[runs["agent"].map(lambda a: _sweeps_sizes(agents[a]))]
+    vs_m = runs[~runs["agent"].map(lambda a: _sweeps_sizes(agents[a]))]
     fig, (ax_n, ax_m) = plt.subplots(1, 2, figsize=(13, 5), layout="constrained")
     rows_n = []
     for i, (M, g) in enumerate(vs_n.groupby("agent.M")):
@@ -446,8 +480,10 @@ def fig_bootstrap_scaling(results, out):
     ax_m.set_ylabel(LT_LABEL)
     ax_m.set_title("(b) scaling with M (solid brlsvi, dashed grlsvi)", fontsize=9)
     ax_m.legend(fontsize=7)
-    fig.suptitle(f"Bootstrap vs Gaussian linear RLSVI, treasure, lambda=100, v=0.01, {_seeds(runs)} seeds per cell, "
-                 f"cap {_cap(results, exp)}; {CENSORED_NOTE}", fontsize=8)
+    settings = {(p.lam, p.v) for p in (agent_params(results, exp, a) for a in agents)}
+    lam_v = ", ".join(f"lambda={lam:g}, v={v:g}" for lam, v in sorted(settings, key=str))
+    fig.suptitle(f"Bootstrap vs Gaussian linear RLSVI, {_chest(results, exp)}, {lam_v}, {_seeds(runs)} seeds per "
+                 f"cell, cap {_cap(results, exp)}; {CENSORED_NOTE}", fontsize=8)
     return (save(fig, out, "deepsea_bootstrap_scaling")
             + write_table(pd.DataFrame(rows_n), out, "deepsea_bootstrap_scaling_vs_N")
             + write_table(pd.DataFrame(rows_m), out, "deepsea_bootstrap_scaling_vs_M"))
