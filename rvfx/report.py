@@ -103,17 +103,7 @@ def _fig18_optimism_margin() -> pd.DataFrame:
     return pd.DataFrame({"a": a, "margin": optimism_margin(a)})
 
 
-@functools.cache
-def _optimism_gaps() -> pd.DataFrame:
-    """The optimism figure's draws (120 MDPs from the prior): max_a Q_l0(x0, a) - V*_M(x0) per episode l."""
-    from rvfx.figures.regret_bound import OPTIMISM_EPISODES, OPTIMISM_PARAMS, unconditional_gaps
-    gaps = unconditional_gaps(OPTIMISM_PARAMS, n_mdps=120, episodes=OPTIMISM_EPISODES, seed=0)
-    return pd.DataFrame({"mdp": np.repeat(np.arange(len(gaps)), len(OPTIMISM_EPISODES)),
-                         "episode": np.tile(OPTIMISM_EPISODES, len(gaps)), "gap": gaps.ravel()})
-
-
-COMPUTED = {"fig2_q_samples": _fig2_q_samples, "fig18_optimism_margin": _fig18_optimism_margin,
-            "optimism_gaps": _optimism_gaps}
+COMPUTED = {"fig2_q_samples": _fig2_q_samples, "fig18_optimism_margin": _fig18_optimism_margin}
 
 
 def claim_table(claim: dict, results: Path) -> pd.DataFrame:

@@ -9,7 +9,6 @@ from click.testing import CliRunner
 
 from rvfx.cli import main
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.envs.random_mdp import RandomMDPParams
 from rvfx.experiment.spec import load_spec
 from rvfx.figures import FIGURES, beta_vs_normal, illustrations, regret_bound
 from rvfx.figures.common import plt
@@ -161,40 +160,6 @@ def test_bounds_match_the_formulas():
     assert regret_bound.first_bound(L, H, X, A, beta) == pytest.approx(first)
     assert regret_bound.second_bound(L, H, X, A, beta) == pytest.approx(second)
     assert regret_bound.first_bound(1, 1, 1, 1, 3.0) == pytest.approx(6 * math.sqrt(3))   # both log+ floor at 1
-
-
-def test_theorem_agent_has_theorem_1_parameters():
-    from rvfx.envs.random_mdp import RandomMDP
-    env = RandomMDP(RandomMDPParams(horizon=5, beta=4.0), np.random.default_rng(0))
-    agent = regret_bound.theorem_agent(env, np.random.default_rng(0))
-    assert agent.v == 75 and agent.prior_mean == 5 and agent.v / agent.lam == pytest.approx(4.0)
-    assert agent.perturbation == "gaussian" and agent.act_rule == "greedy"
-
-
-def test_rlsvi_is_optimistic_in_expectation_under_the_prior():
-    p = RandomMDPParams(horizon=3, states=2, actions=2, beta=3.0)
-    gaps = regret_bound.unconditional_gaps(p, n_mdps=60, episodes=[1, 10, 40], seed=5)
-    mean = gaps.mean(axis=0)
-    se = gaps.std(axis=0, ddof=1) / math.sqrt(len(gaps))
-    assert np.all(mean - 3 * se > 0)
-
-
-def test_rlsvi_is_optimistic_given_a_history_under_the_dirichlet_posterior():
-    p = RandomMDPParams(horizon=3, states=2, actions=2, beta=3.0)
-    for seed, episodes in enumerate([0, 30, 300]):
-        q, v, se_q, se_v = regret_bound.conditional_gap(p, episodes, samples=800, seed=seed)
-        assert q - v > -4 * math.hypot(se_q, se_v)
-
-
-def test_posterior_values_with_no_data_are_the_prior_values():
-    """With no data the posterior is the prior: E[V*] over posterior samples = E[V*] over RandomMDP draws."""
-    from rvfx.envs.random_mdp import RandomMDP
-    p = RandomMDPParams(horizon=3, states=2, actions=2, beta=3.0)
-    counts = regret_bound.OutcomeCounts((3, 2, 2))
-    post = regret_bound.posterior_optimal_values(counts, p, 4000, np.random.default_rng(0))
-    prior = np.array([RandomMDP(p, np.random.default_rng(s)).optimal_return for s in range(4000)])
-    se = math.hypot(post.std(), prior.std()) / math.sqrt(4000)
-    assert abs(post.mean() - prior.mean()) < 4 * se
 
 
 def test_regret_bound_end_to_end_from_a_tiny_run(tmp_path):

@@ -10,12 +10,14 @@ from rvfx.agents.cartpole_reference import CartpoleReferenceParams, make_referen
 from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
 from rvfx.agents.tabular import exploration
+from rvfx.agents.tabular.optimism import OptimismParams, OptimismProbe
 from rvfx.agents.tabular.psrl import PSRL, PSRLParams
 from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.agents.tabular.ucrl2 import UCRL2, UCRL2Params
 from rvfx.core.protocols import Layered, LinearFeatures, VectorObservations
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp
 from rvfx.envs.deep_sea import DeepSea
+from rvfx.envs.random_mdp import RandomMDP
 
 
 class AgentEntry(NamedTuple):
@@ -30,6 +32,7 @@ AGENTS = {
     "brlsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "bootstrap"), RLSVIParams, Layered),
     "psrl": AgentEntry(lambda p, env, rng: PSRL(env.shape, rng, p), PSRLParams, Layered),
     "ucrl2": AgentEntry(lambda p, env, rng: UCRL2(env.shape, rng, p), UCRL2Params, Layered),
+    "grlsvi_optimism": AgentEntry(lambda p, env, rng: OptimismProbe(env, rng, p), OptimismParams, RandomMDP),
     "deepsea_optimal": AgentEntry(exploration.make_optimal, exploration.DeepSeaKnownParams, DeepSea),
     "deepsea_exploitation": AgentEntry(exploration.make_pure_exploitation, exploration.DeepSeaKnownParams, DeepSea),
     "deepsea_myopic": AgentEntry(exploration.make_myopic, exploration.MyopicParams, DeepSea),

@@ -73,9 +73,9 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
            "Thm. 1: empirical Bayesian regret of tabular RLSVI (v=3H^2, theta-bar=H, "
            "v/lambda=beta) on Dirichlet-prior MDPs, mean and 95% CI over sampled MDPs, vs eqs. 6.1 "
            "and 6.2 over L"),
-    Figure("regret_bound_optimism", (), "rvfx.figures.regret_bound", "draw_optimism",
-           "Thm. 1 proof, optimism step: E[max_a Q_l0(x0,a)] - E[V*_M(x0)] >= 0 under the prior "
-           "(per episode l), and given histories under the Dirichlet posterior (computed)"),
+    Figure("regret_bound_optimism", ("regret_bound_optimism",), "rvfx.figures.regret_bound", "draw_optimism",
+           "Thm. 1 proof, optimism step: E[max_a Q_l0(x0,a)] - E[V*_M(x0)] >= 0 under the prior (per "
+           "episode l), and given histories under the Dirichlet posterior (the optimism probe's tables)"),
     Figure("cartpole_dqn", ("cartpole_dqn",), "rvfx.figures.cartpole", "fig_dqn",
            "Fig. 16: DQN with epsilon annealed 1->0 over several schedules on cartpole swing-up; "
            "episodic reward, mean +- 1 s.e.m., and the fraction of seeds reaching the upright "
