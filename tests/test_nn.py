@@ -1,4 +1,5 @@
-"""The NumPy ensemble MLP (rvfx/nn.py): exact gradients, batched == per-member, optimisers, prior cache."""
+"""The NumPy ensemble MLP (rvfx/agents/neural/nn.py): exact gradients, batched == per-member, optimisers,
+prior cache."""
 import numpy as np
 import pytest
 

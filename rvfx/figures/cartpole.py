@@ -209,8 +209,8 @@ def pick_run(eps: pd.DataFrame, agent: str = RENDER_AGENT, among=None, rollouts=
 
 def load_trajectory(results, p: CartpoleSwingUpParams, experiment: str = RENDER_EXPERIMENT):
     """For the run pick_run chooses: the rows of its final greedy episode (from
-    <experiment>/trajectory.csv, which the runner writes for every cartpole run), its rows of
-    episodes.csv, and its final_rollouts row (named by the run id)."""
+    <experiment>/trajectory.csv, which every cartpole run leaves: `CartpoleSwingUp.run_tables`),
+    its rows of episodes.csv, and its final_rollouts row (named by the run id)."""
     eps = load_table(results, experiment, "episodes")
     traj = load_table(results, experiment, "trajectory")
     rollouts = final_rollouts(traj, p)
