@@ -18,6 +18,7 @@ import numpy as np
 from matplotlib import colors
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Polygon, Rectangle
 
+from rvfx.core.backward_induction import backward_induction
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.figures.common import plt, save
 
@@ -100,16 +101,15 @@ def grlsvi_q_samples(H: int = 6, v: float = 1.0, samples: int = 20000, seed: int
     obs_next[3, DOWN, 3] = 1.0                       # the one observed transition: 4 -> 4
     P_hat = np.where(exact[..., None], P, obs_next)
     sd = np.sqrt(v / n)
-    z = rng.standard_normal((samples, S, A)) * sd
-    out = np.empty((samples, H, S, A))
-    q = np.zeros((samples, S, A))
-    for h in range(H):
-        if not shared_noise and h > 0:
-            z = rng.standard_normal((samples, S, A)) * sd
-        v_next = q.max(axis=-1)                                      # (samples, S)
-        q = R + np.einsum("sat,kt->ksa", P_hat, v_next) + z
-        out[:, h] = q
-    return out
+    noise = [rng.standard_normal((samples, S, A)) * sd]
+
+    def backup(layer, v_next):                       # layer H-1 is computed first: it holds Q_1
+        if not shared_noise and layer < H - 1:
+            noise.append(rng.standard_normal((samples, S, A)) * sd)
+        return R + np.einsum("sat,kt->ksa", P_hat, v_next) + noise[-1]
+
+    q = backward_induction(backup, H, np.zeros((samples, S)))
+    return np.ascontiguousarray(q[::-1].transpose(1, 0, 2, 3))
 
 
 def draw_uncertainty(ax, var: np.ndarray, norm, cmap) -> None:
