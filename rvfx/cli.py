@@ -220,7 +220,7 @@ def _preflight(out: str, exp) -> None:
             os.unlink(probe)
         free = shutil.disk_usage(folder).free
     except OSError as err:
-        _fail(f"--out {out}: cannot write results: {_os_error(err)}", 2)
+        _fail(f"--out {out}: cannot write results in {folder}: {_os_error(err)}", 2)
     need = max((shard_bytes(r.episodes, r.log) for r in exp.runs), default=0)
     if free < need:
         _fail(f"--out {out}: {folder} has {free / 2**20:,.1f} MB free, a run's shard needs about "

@@ -307,7 +307,7 @@ def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = (), allow_lo
     except SpecError as err:
         if err.file is None:
             err.file = "--set" if err.path in lines and lines[err.path] is None else path
-            err.line = _line_of(err.path, lines)
+            err.line = None if err.file == "--set" else _line_of(err.path, lines)
         raise
 
 

@@ -131,7 +131,7 @@ def _unreadable_spec(tmp_path, monkeypatch):
 
 def _set_nan(tmp_path):
     return ["run", tmp_path / "tiny.yaml", "--set", "agents.rlsvi.v=.nan", "--out", tmp_path / "out"], 2, \
-        ["--set:", "agents.rlsvi.v: must be a finite number"]
+        ["--set:?: agents.rlsvi.v: must be a finite number"]
 
 
 def _out_under_a_file(tmp_path):
@@ -156,7 +156,7 @@ def _full_disk_at_probe(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     monkeypatch.setattr("rvfx.cli.os.fsync", full)
     return ["run", tmp_path / "tiny.yaml", "--set", "seeds=3", "--out", tmp_path / "out"], 2, \
-        [f"--out {tmp_path / 'out'}", "No space left on device"]
+        [f"--out {tmp_path / 'out'}: cannot write results in {tmp_path / 'out' / 'tiny'}", "No space left on device"]
 
 
 def _no_room_for_a_shard(tmp_path, monkeypatch):
