@@ -63,7 +63,8 @@ def main():
 @click.option("--out", type=click.Path(), default="results", show_default=True)
 @click.option("--allow-long", is_flag=True, help="run a sweep estimated at over a CPU-year")
 @click.option("--dask", "dask_address", metavar="ADDRESS", default=None,
-              help="run on a Dask distributed scheduler (needs `pip install distributed`)")
+              help="run on Dask: local:N (a LocalCluster of N processes) or tcp://HOST:PORT "
+                   "(a running scheduler); needs pip install 'rvfx[dask]'")
 @click.option("--dry-run", is_flag=True, help="print how many runs there are, are done, and remain")
 def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run):
     """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV."""
@@ -81,15 +82,20 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run):
     if dry_run:
         return
     _preflight(out, exp)
-    executor = None
-    if dask_address:
-        try:
-            from distributed import Client
-        except ImportError:
-            click.echo("error: --dask needs the 'distributed' package (pip install distributed)", err=True)
-            sys.exit(2)
-        executor = Client(dask_address).get_executor()
-    outcomes = run_sweep(exp.runs, out, jobs=jobs, executor=executor)
+    from rvfx.executors import DaskAddressError
+    from rvfx.runner import Interrupted, SweepBusy
+    try:
+        outcomes = run_sweep(exp.runs, out, jobs=jobs, dask=dask_address)
+    except DaskAddressError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(2)
+    except SweepBusy as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
+    except Interrupted as err:
+        click.echo(f"{err}; to resume, rerun the same command (finished runs are skipped): "
+                   f"{shlex.join(['rvfx', *sys.argv[1:]])}", err=True)
+        sys.exit(130)
     results.collect(out, exp.runs, resolved_yaml(exp))
     failed = [o for o in outcomes if not o.ok]
     click.echo(f"{exp.name}: {len(outcomes) - len(failed)} run(s) finished, {len(failed)} failed; "
