@@ -1,45 +1,77 @@
 """The `rvfx` command line: click commands only, the work lives in the modules they call."""
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import click
 
+import rvfx
 from rvfx.experiment.params import SpecError
 
 
-def _load(spec_path, scale, sets):
+def _load(spec_path, scale, sets, allow_long=True):
     from rvfx.experiment.spec import load_spec
     from rvfx.figures import FIGURES
     try:
-        return load_spec(spec_path, scale, tuple(sets), figure_ids=FIGURES)
+        return load_spec(spec_path, scale, tuple(sets), figure_ids=FIGURES, allow_long=allow_long)
     except SpecError as err:
-        click.echo(f"error: {err}", err=True)
-        sys.exit(2)
+        _fail(str(err), 2)
 
 
-@click.group()
+def _fail(message: str, code: int):
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def _os_error(err: OSError) -> str:
+    """'path: reason' of an OS error (both paths of a failed rename)."""
+    names = " -> ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
+    return f"{names}: {err.strerror}" if names and err.strerror else str(err)
+
+
+class _Main(click.Group):
+    """An OS error reaching a command (a file that cannot be read or written, a full disk) ends in
+    one line naming the file, exit 1. A run's own errors never get here: the runner keeps each
+    one's traceback in failed/."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:              # `rvfx list | head`: the reader left, nothing to say
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+        except OSError as err:
+            _fail(_os_error(err), 1)
+
+
+@click.group(cls=_Main)
 def main():
     """Deep exploration via randomized value functions: run specs, draw the paper's figures."""
 
 
 @main.command()
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", type=click.Path())
 @click.option("--scale", type=click.Choice(["ci", "paper"]), default="ci", show_default=True)
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="worker processes; 1 runs in this process")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a spec key, e.g. seeds=3")
-@click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True)
+@click.option("--out", type=click.Path(), default="results", show_default=True)
+@click.option("--allow-long", is_flag=True, help="run a sweep estimated at over a CPU-year")
 @click.option("--dask", "dask_address", metavar="ADDRESS", default=None,
-              help="run on a Dask distributed scheduler (needs `pip install distributed`)")
+              help="run on Dask: local:N (a LocalCluster of N processes) or tcp://HOST:PORT "
+                   "(a running scheduler); needs pip install 'rvfx[dask]'")
 @click.option("--dry-run", is_flag=True, help="print how many runs there are, are done, and remain")
-def run(spec, scale, jobs, sets, out, dask_address, dry_run):
+def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run):
     """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV."""
     from rvfx.experiment import results
     from rvfx.experiment.runner import run_sweep
     from rvfx.experiment.spec import resolved_yaml
-    exp = _load(spec, scale, sets)
+    exp = _load(spec, scale, sets, allow_long)
     problems = {r.run_id: results.shard_problem(out, r) for r in exp.runs}
     done = sum(p is None for p in problems.values())
     click.echo(f"{exp.name} [{scale}]: {len(exp.runs)} runs, {done} done, {len(exp.runs) - done} to run"
@@ -49,15 +81,21 @@ def run(spec, scale, jobs, sets, out, dask_address, dry_run):
             click.echo(f"rerunning {run_id}: {problem}", err=True)
     if dry_run:
         return
-    executor = None
-    if dask_address:
-        try:
-            from distributed import Client
-        except ImportError:
-            click.echo("error: --dask needs the 'distributed' package (pip install distributed)", err=True)
-            sys.exit(2)
-        executor = Client(dask_address).get_executor()
-    outcomes = run_sweep(exp.runs, out, jobs=jobs, executor=executor)
+    _preflight(out, exp)
+    from rvfx.experiment.executors import DaskAddressError
+    from rvfx.experiment.runner import Interrupted, SweepBusy
+    try:
+        outcomes = run_sweep(exp.runs, out, jobs=jobs, dask=dask_address)
+    except DaskAddressError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(2)
+    except SweepBusy as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
+    except Interrupted as err:
+        click.echo(f"{err}; to resume, rerun the same command (finished runs are skipped): "
+                   f"{shlex.join(['rvfx', *sys.argv[1:]])}", err=True)
+        sys.exit(130)
     results.collect(out, exp.runs, resolved_yaml(exp))
     failed = [o for o in outcomes if not o.ok]
     click.echo(f"{exp.name}: {len(outcomes) - len(failed)} run(s) finished, {len(failed)} failed; "
@@ -70,20 +108,22 @@ def run(spec, scale, jobs, sets, out, dask_address, dry_run):
 
 
 @main.command()
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", type=click.Path())
 @click.option("--scale", type=click.Choice(["ci", "paper"]), default="ci", show_default=True)
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
-def validate(spec, scale, sets):
-    """Check SPEC without running anything."""
-    exp = _load(spec, scale, sets)
-    click.echo(f"{spec}: ok ({exp.name}, {len(exp.runs)} runs at scale {scale})")
+@click.option("--allow-long", is_flag=True, help="accept a sweep estimated at over a CPU-year, as run does")
+def validate(spec, scale, sets, allow_long):
+    """Check SPEC without running anything: what `rvfx run` would refuse, this refuses."""
+    exp = _load(spec, scale, sets, allow_long)
+    click.echo(f"{spec}: ok ({exp.name}, {len(exp.runs)} runs at scale {scale}, "
+               f"at most about {exp.cpu_seconds / 3600:,.3g} CPU-hours by a coarse estimate)")
 
 
 @main.command()
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", type=click.Path())
 @click.option("--scale", type=click.Choice(["ci", "paper"]), default="ci", show_default=True)
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
-@click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True)
+@click.option("--out", type=click.Path(), default="results", show_default=True)
 def collect(spec, scale, sets, out):
     """Concatenate SPEC's finished shards into episodes.csv / runs.csv."""
     from rvfx.experiment import results
@@ -98,8 +138,8 @@ def collect(spec, scale, sets, out):
 
 @main.command()
 @click.argument("figures", nargs=-1)
-@click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
-@click.option("--out", type=click.Path(file_okay=False), default="figures", show_default=True)
+@click.option("--results", "results_dir", type=click.Path(), default="results", show_default=True)
+@click.option("--out", type=click.Path(), default="figures", show_default=True)
 def plot(figures, results_dir, out):
     """Draw FIGURES (default: every figure whose results exist) from CSV alone."""
     from rvfx.experiment.params import did_you_mean
@@ -109,22 +149,94 @@ def plot(figures, results_dir, out):
         if f not in FIGURES:
             click.echo(f"error: unknown figure {f!r}{did_you_mean(f, FIGURES)}", err=True)
             sys.exit(2)
-    missing = []
+    import pandas as pd
+    import yaml
+    unreadable = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, yaml.YAMLError)
+    missing, damaged = [], []
     for fig_id in figures or FIGURES:
         fig = FIGURES[fig_id]
+        absent = [e for e in fig.experiments if not any((Path(results_dir) / e).glob("*.csv"))]
+        if absent:
+            missing.append(fig_id)
+            click.echo(f"skipped {fig_id}: no tables in {', '.join(str(Path(results_dir) / e) for e in absent)}; "
+                       f"run {' and '.join(_run_hint(e, results_dir) for e in absent)} first", err=True)
+            continue
         try:
             paths = fig.draw(Path(results_dir), Path(out))
+            lacking = [(e, missing_runs(results_dir, e)) for e in fig.experiments]
         except FileNotFoundError as err:
             missing.append(fig_id)
             click.echo(f"skipped {fig_id}: {err}", err=True)
             continue
+        except unreadable as err:
+            damaged.append(fig_id)
+            click.echo(f"error: {fig_id}: {_unreadable(results_dir, fig.experiments, err)}", err=True)
+            continue
         click.echo(f"{fig_id}: " + ", ".join(str(p) for p in paths))
-        for exp_name in fig.experiments:
-            lacking = missing_runs(results_dir, exp_name)
-            if lacking:
-                click.echo(f"warning: {fig_id} drawn without {lacking}", err=True)
+        for _, lack in lacking:
+            if lack:
+                click.echo(f"warning: {fig_id} drawn without {lack}", err=True)
+    if damaged:
+        sys.exit(2)
     if missing and figures:
         sys.exit(1)
+
+
+def _run_hint(experiment: str, results_dir: str) -> str:
+    """The command that makes `experiment`'s tables in the user's results folder."""
+    spec = _configs_dir() / f"{experiment}.yaml"
+    shown = os.path.relpath(spec) if spec.is_absolute() and Path.cwd() in spec.parents else spec
+    return f"`rvfx run {shlex.quote(str(shown))} --out {shlex.quote(results_dir)}`"
+
+
+def _unreadable(results_dir: str, experiments, err: Exception) -> str:
+    """Which file of the experiments' tables (or their spec.yaml) cannot be read, and why."""
+    import pandas as pd
+    import yaml
+    for e in experiments:
+        folder = Path(results_dir) / e
+        for path in [*sorted(folder.glob("*.csv")), folder / "spec.yaml"]:
+            try:
+                pd.read_csv(path) if path.suffix == ".csv" else yaml.safe_load(path.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                continue
+            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, yaml.YAMLError) as bad:
+                return f"{path}: damaged, cannot be read ({type(bad).__name__}: {str(bad).strip().splitlines()[0]})"
+    return f"{', '.join(str(Path(results_dir) / e) for e in experiments)}: a table cannot be read " \
+           f"({type(err).__name__}: {str(err).strip().splitlines()[0]})"
+
+
+def _preflight(out: str, exp) -> None:
+    """Before any run starts: OUT/<experiment>/ can be made and written (a probe file is written,
+    synced and deleted) and has room for a shard; else one line, exit 2, and nothing computed."""
+    from rvfx.experiment.memory import shard_bytes
+    folder = Path(out) / exp.name
+    blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        _fail(f"--out {out}: {blocker} is not a directory", 2)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(bytes(4096))
+                f.flush()
+                os.fsync(f.fileno())
+        finally:
+            os.unlink(probe)
+        free = shutil.disk_usage(folder).free
+    except OSError as err:
+        _fail(f"--out {out}: cannot write results in {folder}: {_os_error(err)}", 2)
+    need = max((shard_bytes(r.episodes, r.log) for r in exp.runs), default=0)
+    if free < need:
+        _fail(f"--out {out}: {folder} has {free / 2**20:,.1f} MB free, a run's shard needs about "
+              f"{need / 2**20:,.1f} MB", 2)
+
+
+def _configs_dir() -> Path:
+    """The repository's configs/ (beside the rvfx package) when there is one, else ./configs."""
+    beside = Path(rvfx.__file__).resolve().parent.parent / "configs"
+    return beside if beside.is_dir() else Path("configs")
 
 
 @main.command()
@@ -170,8 +282,11 @@ def list_():
     from rvfx.envs import ENVS
     from rvfx.experiment.params import describe
     from rvfx.figures import FIGURES
-    click.echo("experiments (configs/*.yaml):")
-    for p in sorted(Path("configs").glob("*.yaml")):
+    configs = _configs_dir()
+    specs = sorted(configs.glob("*.yaml"))
+    click.echo(f"experiments ({configs.resolve()}/*.yaml):" if specs else
+               f"experiments: none found (looked in {configs.resolve()})")
+    for p in specs:
         click.echo(f"  {p.stem}")
     click.echo("figures:")
     for f in FIGURES.values():

@@ -77,15 +77,17 @@ def _regret_over_bounds(results: Path, experiment: str) -> pd.DataFrame:
     runs, the Bayesian regret over the bound, must stay <= 1)."""
     from rvfx.figures.regret_bound import ENV_KEYS, first_bound, second_bound
     eps = load_table(results, experiment, "episodes")
-    shape = [eps[k].astype(float) for k in ENV_KEYS]
-    return eps.assign(regret_over_eq_6_1=eps["cum_regret"] / first_bound(eps["episode"], *shape),
-                      regret_over_eq_6_2=eps["cum_regret"] / second_bound(eps["episode"], *shape))
+    parts = []
+    for shape, g in eps.groupby(ENV_KEYS, sort=False):       # (H, |X|, |A|, beta) per environment
+        shape = [float(v) for v in shape]
+        parts.append(g.assign(regret_over_eq_6_1=g["cum_regret"] / first_bound(g["episode"], *shape),
+                              regret_over_eq_6_2=g["cum_regret"] / second_bound(g["episode"], *shape)))
+    return pd.concat(parts)
 
 
 DERIVED = {"final_returns": _final_returns, "regret_over_bounds": _regret_over_bounds}
 
 
-@functools.cache
 def _fig2_q_samples() -> pd.DataFrame:
     """Fig. 2's samples of Q_h(s, a) (the figure's settings) at the three pairs the paper discusses."""
     from rvfx.figures.illustrations import DOWN, UP, grlsvi_q_samples
@@ -95,7 +97,6 @@ def _fig2_q_samples() -> pd.DataFrame:
                       for h in range(q.shape[1]) for name, (s, a) in pairs.items()], ignore_index=True)
 
 
-@functools.cache
 def _fig18_optimism_margin() -> pd.DataFrame:
     """int_a^inf (G - F) ds on Fig. 18's grid of a (condition 2 of the stochastic-optimism lemma)."""
     from rvfx.figures.beta_vs_normal import optimism_margin
@@ -159,7 +160,7 @@ def _minimum(df, p, boot) -> Estimate:
 
 
 def _fraction(df, p, boot) -> Estimate:
-    ok = df.eval(p["criterion"]).astype(bool)
+    ok = df.eval(p["criterion"]).eq(True)          # a missing value does not meet it
     k, n = int(ok.sum()), len(ok)
     return Estimate(k / n, *clopper_pearson(k, n, boot["level"]), n, f"{k}/{n}")
 
@@ -223,7 +224,7 @@ def _ratio_to_best(df, p, boot) -> Estimate:
 def _breakdown(df, p, boot) -> Estimate:
     """Smallest x at which fewer than half the runs meet the criterion (+inf when none in the grid)."""
     xs = np.sort(df[p["x"]].unique())
-    flags = [df.loc[df[p["x"]] == x].eval(p["criterion"]).to_numpy(float) for x in xs]
+    flags = [df.loc[df[p["x"]] == x].eval(p["criterion"]).eq(True).to_numpy(float) for x in xs]
 
     def first_failing(s):
         return next((float(x) for x, f in zip(xs, s) if f.mean() < 0.5), np.inf)
@@ -582,7 +583,7 @@ def _num(x) -> str:
         return "n/a"
     if np.isinf(x):
         return "∞" if x > 0 else "-∞"
-    if x == 0:
+    if abs(x) < 1e-12:         # rounding noise of an exact zero
         return "0"
     if abs(x) < 1e-3:
         return f"{x:.2e}"
@@ -616,11 +617,11 @@ def _image(registry: dict, fig_id: str) -> str:
     return registry["figures"][fig_id].get("image", f"{fig_id}.png")
 
 
-def estimate_rows(o: Outcome) -> list:
-    """Table rows [group, level, estimate, 95% CI, n, detail, verdict] of an outcome."""
+def estimate_rows(o: Outcome, groups: list) -> list:
+    """Table rows [group, level, estimate, 95% CI, n, detail, verdict] of some of an outcome's groups."""
     scale = STATISTICS[o.claim["statistic"]["kind"]][3]
     out = []
-    for row in o.rows:
+    for row in groups:
         for i, (level, e) in enumerate(row.estimates):
             last = i == len(row.estimates) - 1
             out.append([row.label if i == 0 else "", level, _num(_nat(e.value, scale)), _ci(e, scale), str(e.n),
@@ -643,17 +644,29 @@ def headline(o: Outcome) -> str:
 COLUMNS = ["group", "level", "estimate", "95% CI", "n", "detail", "verdict"]
 
 
-def estimate_table(o: Outcome) -> tuple[list, list]:
-    """(header, rows) of the claim's estimates, without columns that are empty in every row."""
-    rows = estimate_rows(o)
+def estimate_table(o: Outcome, groups: list) -> tuple[list, list]:
+    """(header, rows) of the estimates of `groups`, without columns that are empty in every row."""
+    rows = estimate_rows(o, groups)
     keep = [i for i in range(len(COLUMNS)) if any(r[i] for r in rows)]
     return [COLUMNS[i] for i in keep], [[r[i] for i in keep] for r in rows]
 
 
-def block_markdown(o: Outcome, rules: dict) -> str:
-    """A claim's verdict and statistics: the text of its README block and of its report section."""
+README_GROUPS = 8
+"""A README block lists at most this many groups (Theorem 1 has one per logged L): those that do not
+hold, then the last; report.md lists them all."""
+
+
+def block_markdown(o: Outcome, rules: dict, limit: int | None = None) -> str:
+    """A claim's verdict and statistics: its report section's body, and (with a `limit` on the groups
+    listed) its README block."""
+    groups = o.rows
+    if limit is not None and len(groups) > limit:
+        groups = [r for r in o.rows[:-1] if r.verdict != "holds"][:limit - 1] + [o.rows[-1]]
     lines = [f"**{o.verdict}** ({describe_rule(o.claim, rules)})." + (f" {o.problem}." if o.problem else "")]
-    header, rows = estimate_table(o)
+    if len(groups) < len(o.rows):
+        lines[0] += (f" {len(groups)} of {len(o.rows)} groups listed: those that do not hold, and the last; "
+                     f"report.md lists all.")
+    header, rows = estimate_table(o, groups)
     if rows:
         lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
@@ -767,7 +780,7 @@ def render_html(registry: dict, outcomes: list, out: Path) -> str:
                          f"<p>{esc(cl['paper'])}:</p><blockquote>{esc(cl['words'])}</blockquote>"
                          f"<p>{esc(statistic_sentence(cl))}</p><p>Rule: {esc(describe_rule(cl, rules))}."
                          + (f" <b>{esc(o.problem)}</b>." if o.problem else "") + "</p>")
-            header, rows = estimate_table(o)
+            header, rows = estimate_table(o, o.rows)
             if rows:
                 parts.append(_html_table(header, [[esc(c) for c in r] for r in rows]))
                 tables += 1
@@ -791,9 +804,14 @@ def readme_blocks(text: str) -> list:
     return [(m.group(1), m.group(2)) for m in MARKER.finditer(text)]
 
 
+def _blocks(registry: dict, outcomes: list) -> dict:
+    """What each claim's README block holds."""
+    return {o.claim["id"]: block_markdown(o, registry["rules"], README_GROUPS) + "\n" for o in outcomes}
+
+
 def fill_readme(text: str, registry: dict, outcomes: list) -> str:
     """`text` with every marked block replaced by its claim's block_markdown."""
-    blocks = {o.claim["id"]: block_markdown(o, registry["rules"]) + "\n" for o in outcomes}
+    blocks = _blocks(registry, outcomes)
     unknown = [cid for cid, _ in readme_blocks(text) if cid not in blocks]
     if unknown:
         raise RegistryError(f"README blocks name no claim: {', '.join(unknown)}")
@@ -826,7 +844,7 @@ def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None =
             i = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
             problems.append(f"{path}:{i + 1}: differs from the recomputed report")
     if readme is not None:
-        blocks = {o.claim["id"]: block_markdown(o, registry["rules"]) + "\n" for o in outcomes}
+        blocks = _blocks(registry, outcomes)
         for cid, content in readme_blocks(readme.read_text(encoding="utf-8")):
             if cid not in blocks:
                 problems.append(f"{readme}: block {cid} names no claim")

@@ -13,8 +13,10 @@ from click.testing import CliRunner
 from rvfx.cli import main
 from rvfx.figures import FIGURES
 from rvfx.report import (
+    README_GROUPS,
     Estimate,
     RegistryError,
+    block_markdown,
     combine,
     evaluate_claim,
     load_registry,
@@ -24,7 +26,7 @@ from rvfx.report import (
 )
 
 CLAIMS = CONFIGS.parent / "claims.yaml"
-RULES = load_registry(CLAIMS)["rules"]
+RULES = yaml.safe_load(CLAIMS.read_text())["rules"]
 
 
 def judge(tmp_path: Path, runs: pd.DataFrame, statistic: dict, rule: dict, **extra):
@@ -190,6 +192,19 @@ def test_by_tests_each_group_and_where_filters(tmp_path):
     assert [r.verdict for r in out.rows] == ["holds", "differs"] and out.verdict == "differs"
     assert judge(tmp_path, runs, SLOPE, {"kind": "about", "target": 2}, by=["agent.M"],
                  aggregate="any").verdict == "holds"
+
+
+def test_a_readme_block_lists_the_groups_that_do_not_hold_and_the_last(tmp_path):
+    """Theorem 1 has one group per logged L: its README block stays short, report.md lists them all."""
+    runs = pd.concat([values({"a": 2.0 if L == 5 else 0.5}, 0.05, n=20, column="over").assign(episode=L)
+                      for L in range(1, 21)], ignore_index=True)
+    out = judge(tmp_path, runs, {"kind": "mean", "column": "over"},
+                {"kind": "inequality", "op": "<=", "target": 1}, by=["episode"])
+    assert out.verdict == "differs" and len(out.rows) == 20
+    block = block_markdown(out, RULES, README_GROUPS)
+    assert "2 of 20 groups listed" in block
+    assert [ln.split(" | ")[0] for ln in block.splitlines()[4:]] == ["| episode = 5", "| episode = 20"]
+    assert len(block_markdown(out, RULES).splitlines()) == 4 + 20
 
 
 def test_unswept_env_parameters_of_the_spec_are_columns(tmp_path):

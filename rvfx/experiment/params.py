@@ -2,12 +2,14 @@
 
 An agent or environment declares its parameters as a frozen dataclass. Field types
 are int, float, bool, str, Literal[...] or Expr; `metadata` may bound numbers
-("min", "gt", "max") and name the symbols an Expr may use ("names").
+("min", "gt", "max") and name the symbols an Expr may use ("names"). Every number must be
+finite; an Expr is bounded by its value at the run's quantities (`check_expressions`).
 """
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import typing
 from typing import Literal
 
@@ -31,6 +33,19 @@ def did_you_mean(word: str, options) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _check_bounds(value: float, meta: dict, fail, shown: str = "") -> None:
+    """A number must be finite and within the field's declared bounds ("min", "gt", "max")."""
+    got = f"got {value!r}{shown}"
+    if not math.isfinite(value):
+        fail(f"must be a finite number, {got}")
+    if "min" in meta and value < meta["min"]:
+        fail(f"must be >= {meta['min']}, {got}")
+    if "gt" in meta and value <= meta["gt"]:
+        fail(f"must be > {meta['gt']}, {got}")
+    if "max" in meta and value > meta["max"]:
+        fail(f"must be <= {meta['max']}, {got}")
+
+
 def _check_value(name: str, typ, value, meta: dict, path: str):
     def fail(msg):
         raise SpecError(path, msg)
@@ -43,13 +58,19 @@ def _check_value(name: str, typ, value, meta: dict, path: str):
     if typ is int:
         if isinstance(value, bool) or not isinstance(value, int):
             fail(f"expected an integer, got {value!r}")
+        if abs(value) >= 2**63:
+            fail(f"too large for a 64-bit integer, got {value!r}")
     elif typ is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             fail(f"expected a number, got {value!r}")
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            fail(f"too large for a float, got {value!r}")
     elif typ is str:
         if not isinstance(value, str):
             fail(f"expected a string, got {value!r}")
+        return value
     elif origin is Literal:
         choices = typing.get_args(typ)
         if value not in choices:
@@ -59,36 +80,65 @@ def _check_value(name: str, typ, value, meta: dict, path: str):
     elif typ == Expr:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             fail(f"expected a number or an expression, got {value!r}")
-        names = {n: 1.0 for n in meta.get("names", ())}
+        if isinstance(value, str):       # syntax and names here; its value in check_expressions
+            try:
+                evaluate(value, {n: 1.0 for n in meta.get("names", ())})
+            except (ZeroDivisionError, OverflowError):
+                pass
+            except ValueError as err:
+                fail(str(err))
+            return value
         try:
-            evaluate(value, names)
-        except ZeroDivisionError:
-            pass
-        except (ValueError, OverflowError) as err:
-            fail(str(err))
-        return value
+            float(value)
+        except OverflowError:
+            fail(f"too large for a float, got {value!r}")
     else:  # pragma: no cover - a declaration error, not a spec error
         raise TypeError(f"unsupported parameter type {typ!r} for {name}")
-    if "min" in meta and value < meta["min"]:
-        fail(f"must be >= {meta['min']}, got {value!r}")
-    if "gt" in meta and value <= meta["gt"]:
-        fail(f"must be > {meta['gt']}, got {value!r}")
-    if "max" in meta and value > meta["max"]:
-        fail(f"must be <= {meta['max']}, got {value!r}")
+    _check_bounds(value, meta, fail)
     return value
 
 
-def build(cls, raw: dict, path: str):
-    """Instantiate the params dataclass `cls` from `raw`, naming the key path of any bad value."""
+def build(cls, raw: dict, path: str, paths: dict[str, str] | None = None):
+    """Instantiate the params dataclass `cls` from `raw`, naming the key path of any bad value
+    (`path`.key, or `paths`[key] for a value that came from elsewhere, e.g. a grid axis)."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     values = {}
     for key, value in raw.items():
+        where = (paths or {}).get(key, f"{path}.{key}")
         if key not in fields:
-            raise SpecError(f"{path}.{key}", f"unknown parameter{did_you_mean(key, fields)}; "
-                            f"known: {', '.join(fields)}")
-        values[key] = _check_value(key, hints[key], value, dict(fields[key].metadata), f"{path}.{key}")
+            raise SpecError(where, f"unknown parameter{did_you_mean(key, fields)}; known: {', '.join(fields)}")
+        values[key] = _check_value(key, hints[key], value, dict(fields[key].metadata), where)
     return cls(**values)
+
+
+def check_expressions(obj, names: dict[str, float], path: str, paths: dict[str, str] | None = None) -> None:
+    """Evaluate every Expr field of the params `obj` as its run will (at the run's `names`, e.g. H,
+    the numbers of `obj`, and the fields before it, as lam: v) and check the value is finite and
+    within the field's bounds. A name without a value here (no H for this environment) skips it."""
+    hints = typing.get_type_hints(type(obj))
+    known = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if hints[f.name] in (int, float)}
+    known.update(names)
+    for f in dataclasses.fields(obj):
+        if hints[f.name] != Expr:
+            continue
+        expr = getattr(obj, f.name)
+        used = {n: known[n] for n in f.metadata.get("names", ()) if n in known}
+        at = f" ({expr} at {', '.join(f'{n}={v:g}' for n, v in used.items())})" if isinstance(expr, str) else ""
+
+        def fail(msg):   # called within this iteration only
+            raise SpecError((paths or {}).get(f.name, f"{path}.{f.name}"), msg)  # noqa: B023
+
+        try:
+            value = evaluate(expr, used)
+        except ValueError:
+            continue
+        except ZeroDivisionError:
+            fail(f"division by zero{at}")
+        except OverflowError:
+            fail(f"too large for a float{at}")
+        _check_bounds(value, dict(f.metadata), fail, at)
+        known[f.name] = value
 
 
 def describe(cls) -> list[tuple[str, str, object, str]]:

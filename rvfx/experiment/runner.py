@@ -1,12 +1,21 @@
-"""Execute RunSpecs on any concurrent.futures.Executor, skipping finished runs (resume)."""
+"""Execute RunSpecs, skipping finished runs (resume): in this process, on a local pool, on any
+concurrent.futures Executor or on Dask (rvfx.experiment.executors), one sweep per experiment folder at a
+time, with a progress bar over episodes and a clean stop on Ctrl-C."""
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
+import signal
+import socket
 import sys
+import threading
 import time
 import traceback
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, wait
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +26,14 @@ from rvfx.core.live import live
 from rvfx.core.protocols import run_tables
 from rvfx.envs import ENVS
 from rvfx.experiment import results
+from rvfx.experiment.executors import ExecutorPool, LocalPool, Progress, Stopped, dask_pool
+
+LOG_EVERY = 60.0   # seconds between progress lines when stderr is not a terminal (a log)
+POLL = 0.5         # seconds between the driver's looks at running runs
+
+# `live`'s on_episode for the run executing in this context (progress and stop); set by
+# run_and_store, so `execute(run)` keeps the one-argument form that tests wrap.
+episode_hook: ContextVar = ContextVar("episode_hook", default=None)
 
 
 def seed_sequence(*parts) -> np.random.SeedSequence:
@@ -40,7 +57,8 @@ def execute(run) -> dict:
     env_cls, env_params_cls = ENVS[run.env]
     env = env_cls(env_params_cls(**run.env_params), env_rng)
     agent = make_agent(run.algorithm, AGENTS[run.algorithm].params(**run.agent_params), env, agent_rng)
-    metrics = live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning)
+    metrics = live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning,
+                   on_episode=episode_hook.get())
     metrics["tables"] = run_tables(agent, env)
     return metrics
 
@@ -52,14 +70,20 @@ class Outcome:
     message: str = ""
 
 
-def run_and_store(run, out: str) -> Outcome:
-    """Execute `run` and write its shard; a raised error is stored, not propagated."""
+def run_and_store(run, out: str, progress: Progress | None = None) -> Outcome:
+    """Execute `run` and write its shard; a raised error is stored, not propagated. `progress`
+    hears each episode and may stop the run (Stopped), which then leaves nothing behind."""
     start = time.perf_counter()
+    token = episode_hook.set(progress)
     try:
         metrics = execute(run)
+    except Stopped:
+        return Outcome(run.run_id, False, "stopped")
     except Exception:
         path = results.write_failure(out, run, traceback.format_exc())
         return Outcome(run.run_id, False, f"{path}")
+    finally:
+        episode_hook.reset(token)
     learning_time = metrics["learning_time"]
     has_regret = metrics["final_cum_regret"] is not None
     summary = {"learning_time": learning_time if learning_time is not None else "",
@@ -70,31 +94,162 @@ def run_and_store(run, out: str) -> Outcome:
     return Outcome(run.run_id, True)
 
 
-def run_sweep(runs, out: str, jobs: int = 1, executor: Executor | None = None) -> list[Outcome]:
-    """Run every unfinished run; `jobs` > 1 uses a process pool unless `executor` is given
-    (any concurrent.futures.Executor, e.g. a dask.distributed Client's executor)."""
-    # seed by seed (spec order within a seed): an interrupted sweep has seen every cell first
-    pending = sorted((r for r in runs if not results.is_done(out, r)), key=lambda r: r.seed)
-    outcomes = []
-    # In a terminal the bar redraws in place; redirected to a log (a background sweep) it still
-    # reports, once a minute, so `tail` shows progress and an ETA.
-    tty = sys.stderr.isatty()
-    bar = tqdm(total=len(pending), desc="runs", unit="run", mininterval=0.1 if tty else 60.0,
-               miniters=None if tty else 1)
-    if executor is None and jobs <= 1:
-        for run in pending:
-            outcomes.append(run_and_store(run, out))
-            bar.update()
-    else:
-        own = executor is None
-        executor = executor or ProcessPoolExecutor(max_workers=jobs)
+class SweepBusy(Exception):
+    """Another sweep holds the experiment folder's lock."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped the sweep; the shards of finished runs are kept."""
+
+
+@contextmanager
+def sweep_lock(out, experiment: str):
+    """Hold OUT/<experiment>/.lock for one sweep, so that a second sweep into the same folder
+    stops at once (SweepBusy) instead of racing this one for its shards. It is an flock: the
+    OS drops it when the holder dies, even by SIGKILL, so a stale lock never blocks a resume.
+    Failing beats waiting: a second sweep there is usually the same command started twice."""
+    path = results.experiment_dir(out, experiment) / ".lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, results.FILE_MODE), "r+", encoding="utf-8") as f:
         try:
-            futures = [executor.submit(run_and_store, run, out) for run in pending]
-            for fut in as_completed(futures):
-                outcomes.append(fut.result())
-                bar.update()
-        finally:
-            if own:
-                executor.shutdown(cancel_futures=True)
-    bar.close()
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = f.read().strip() or "another process"
+            raise SweepBusy(f"{path.parent} is in use by {holder} (lock {path}); "
+                            f"wait for it to finish or use another --out") from None
+        f.truncate()
+        f.write(f"rvfx run, pid {os.getpid()} on {socket.gethostname()}\n")
+        f.flush()
+        yield
+
+
+class SweepProgress:
+    """Episodes done across the sweep (finished runs in full, running ones as last reported) and
+    an ETA: a bar in a terminal; in a log, a line every LOG_EVERY seconds and one at the end."""
+
+    def __init__(self, name: str, pending):
+        self.name, self.episodes = name, {r.run_id: r.episodes for r in pending}
+        self.total = sum(self.episodes.values())
+        self.done, self.running, self.n = set(), {}, 0
+        self.start = self.logged = time.monotonic()
+        self.bar = tqdm(total=self.total, desc=name, unit="ep", mininterval=0.5) if sys.stderr.isatty() else None
+
+    def update(self, running: dict[str, int] | None = None, finished: str | None = None) -> None:
+        self.running.update(running or {})
+        if finished is not None:
+            self.done.add(finished)
+        n = sum(self.episodes[r] for r in self.done) + sum(
+            e for r, e in self.running.items() if r not in self.done)
+        n = min(max(n, self.n), self.total)     # a retried run may report from 0 again
+        runs = f"{len(self.done)}/{len(self.episodes)} runs"
+        if self.bar is not None:
+            self.bar.set_postfix_str(runs, refresh=False)
+            self.bar.update(n - self.n)
+        elif time.monotonic() - self.logged >= LOG_EVERY:
+            self._log(n, runs)
+        self.n = n
+
+    def _log(self, n: int, runs: str) -> None:
+        self.logged = time.monotonic()
+        meter = tqdm.format_meter(n, self.total, self.logged - self.start, prefix=self.name, unit="ep",
+                                  postfix=runs, ncols=0)
+        print(meter, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        else:
+            self._log(self.n, f"{len(self.done)}/{len(self.episodes)} runs")
+
+
+class _InProcess:
+    """The link of a run executing in the driver: progress goes straight to the bar."""
+
+    def __init__(self, progress: SweepProgress):
+        self.progress = progress
+
+    def report(self, run_id, episodes):
+        self.progress.update({run_id: episodes})
+
+    def stopping(self):
+        return False
+
+
+def run_sweep(runs, out: str, jobs: int = 1, executor: Executor | None = None,
+              dask: str | None = None) -> list[Outcome]:
+    """Run the unfinished runs of one experiment while holding its lock (SweepBusy if another
+    sweep has it): in this process when `jobs` is 1, else on a pool of `jobs` workers but never
+    more than there are runs to do, on `executor` (any concurrent.futures.Executor), or on a
+    Dask cluster (`dask`: local:N or tcp://HOST:PORT). Ctrl-C cancels the runs not started,
+    stops those running at their next episode and raises Interrupted; finished shards stay."""
+    outcomes, pending = [], []
+    if not runs:
+        return outcomes
+    try:
+        with sweep_lock(out, runs[0].experiment):
+            # seed by seed (spec order within a seed): an interrupted sweep has seen every cell first
+            pending = sorted((r for r in runs if not results.is_done(out, r)), key=lambda r: r.seed)
+            if pending:
+                _run_pending(pending, out, outcomes, jobs, executor, dask)
+    except KeyboardInterrupt:
+        kept = sum(results.is_done(out, r) for r in pending)   # some may have finished unreported
+        raise Interrupted(f"interrupted: {kept} of {len(pending)} run(s) finished and kept"
+                          if pending else "interrupted before any run started") from None
     return outcomes
+
+
+def _run_pending(pending, out: str, outcomes: list, jobs: int, executor, dask) -> None:
+    """Run `pending` as run_sweep says, appending each Outcome to `outcomes` as it comes."""
+    progress = SweepProgress(pending[0].experiment, pending)
+    try:
+        if executor is None and dask is None and min(jobs, len(pending)) == 1:
+            link = _InProcess(progress)
+            for run in pending:
+                outcomes.append(run_and_store(run, out, Progress(run.run_id, link)))
+                progress.update(finished=run.run_id)
+            return
+        pool = (dask_pool(dask) if dask else ExecutorPool(executor) if executor
+                else LocalPool(min(jobs, len(pending))))
+        try:
+            with _deferred_sigint() as interrupted:
+                futures = {pool.submit(run_and_store, run, out): run for run in pending}
+                while futures and not interrupted.is_set():
+                    finished, _ = wait(futures, timeout=POLL, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        run = futures.pop(future)
+                        outcomes.append(_outcome(future, run, out))
+                        progress.update(finished=run.run_id)
+                    progress.update(pool.live())
+            if interrupted.is_set():
+                pool.stop()
+                raise KeyboardInterrupt
+        finally:
+            pool.close()
+    finally:
+        progress.close()
+
+
+@contextmanager
+def _deferred_sigint():
+    """Within, Ctrl-C only sets the event this yields, which the driver reads between looks at
+    its runs: a KeyboardInterrupt raised inside concurrent.futures or a queue could leave a lock
+    held and the pool's shutdown waiting forever. A second Ctrl-C, once out, interrupts as usual."""
+    flag = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: flag.set())
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _outcome(future, run, out: str) -> Outcome:
+    """The run's Outcome, or, when its worker died before returning one (a broken pool, Dask's
+    KilledWorker), a failure recorded in the driver so the sweep goes on and a rerun retries it."""
+    try:
+        return future.result()
+    except Exception:
+        path = results.write_failure(out, run, f"the run's worker died\n\n{traceback.format_exc()}")
+        return Outcome(run.run_id, False, f"{path}")

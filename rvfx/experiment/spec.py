@@ -3,7 +3,9 @@
 A spec is plain data (see configs/): the environment and its parameters, the
 agents and theirs, grid axes (`env.<param>` or `agent.<param>`, at the top or per
 agent), seeds, episodes, and per-scale overrides under `scales.ci` / `scales.paper`
-that are deep-merged over the rest.
+that are deep-merged over the rest (README, Spec format). Before anything runs, every run is
+checked: its numbers finite and within bounds (expressions at the run's own H), its peak memory
+within this machine's (rvfx.experiment.memory), the sweep's size, and its estimated CPU time.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,13 +22,16 @@ import yaml
 
 from rvfx.agents import AGENTS
 from rvfx.envs import ENVS
-from rvfx.experiment import yaml_lines
-from rvfx.experiment.params import SpecError, build, did_you_mean
+from rvfx.experiment import memory, yaml_lines
+from rvfx.experiment.params import SpecError, build, check_expressions, did_you_mean
 
 SCALES = ("ci", "paper")
 TOP_KEYS = {"experiment", "description", "figures", "env", "agents", "grid", "seeds",
             "episodes", "stop_at_learning", "log", "scales", "design"}
 AGENT_KEYS = {"algorithm", "grid", "episodes", "seeds"}
+MAX_RUNS = 100_000              # runs in one sweep (the paper's largest holds 1,393)
+YEAR = 365 * 24 * 3600.0
+LONG_SECONDS = YEAR             # CPU time beyond which `rvfx run` asks for --allow-long
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,7 @@ class ExperimentSpec:
     scale: str
     runs: list
     resolved: dict              # the merged spec, for provenance
+    cpu_seconds: float = 0.0    # coarse upper bound on the sweep's CPU time (rvfx.experiment.memory.cpu_seconds)
 
 
 def _deep_merge(base: dict, override: dict, lines: dict, prefix_from: str, prefix_to: str = "") -> dict:
@@ -124,6 +131,7 @@ def _positive_int(d: dict, key: str, path: str) -> int:
     v = d.get(key)
     _expect(isinstance(v, int) and not isinstance(v, bool), path, f"expected an integer, got {v!r}")
     _expect(v >= 1, path, f"must be >= 1, got {v}")
+    _expect(v < 2**63, path, f"too large for a 64-bit integer, got {v}")
     return v
 
 
@@ -140,7 +148,26 @@ def _check_grid(grid, path: str, env_fields, agent_fields) -> dict:
     return grid
 
 
-def _validate_and_expand(spec: dict, scale: str, figure_ids) -> ExperimentSpec:
+def _check_run(algo: str, agent, env: str, env_params, episodes: int, log: str, ap: str, where,
+               agent_paths: dict) -> float:
+    """Check what one grid cell's runs need before anything runs: an environment the agent can act
+    in, expressions within their bounds at the run's sizes (v: H**2/25 at H = env.size), and a peak
+    memory this machine has. Returns a run's estimated CPU seconds (0 when unknown).
+    `where(key)` is the spec path that set a grid-style key such as "env.size"."""
+    envs = memory.environments_for(algo, agent)
+    _expect(envs is None or env not in memory.SIZE_KEYS or env in envs, f"{ap}.algorithm",
+            f"{algo} runs on {' or '.join(envs or ())}, not {env}")
+    z = memory.sizes(algo, agent, env, env_params) or {}
+    check_expressions(agent, {k: z[k] for k in ("H", "M") if k in z}, ap, agent_paths)
+    parts = memory.peak_parts(algo, agent, env, env_params, episodes, log)
+    need, have = memory.peak_bytes(parts) + memory.PROCESS_BYTES, memory.machine_bytes()
+    _expect(need <= have, where(parts[0].key),
+            f"a run would need about {need / 2**30:,.3g} GB of memory, mostly {parts[0].what} "
+            f"({parts[0].nbytes / 2**30:,.3g} GB), more than this machine's {have / 2**30:,.3g} GB")
+    return memory.cpu_seconds(algo, agent, env, env_params, episodes) or 0.0
+
+
+def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bool = False) -> ExperimentSpec:
     _expect(isinstance(spec, dict), "", "a spec is a mapping")
     _check_keys(spec, TOP_KEYS, "")
     for key in ("experiment", "env", "agents", "seeds", "episodes"):
@@ -170,7 +197,7 @@ def _validate_and_expand(spec: dict, scale: str, figure_ids) -> ExperimentSpec:
     agents = spec["agents"]
     _expect(isinstance(agents, dict) and agents, "agents", "expected a mapping of agent label to settings")
     top_grid = spec.get("grid", {})
-    runs = []
+    runs, count, seconds = [], 0, {}
     for label, agent in agents.items():
         ap = f"agents.{label}"
         _expect(isinstance(agent, dict) and "algorithm" in agent, ap, "expected a mapping with an 'algorithm'")
@@ -180,26 +207,55 @@ def _validate_and_expand(spec: dict, scale: str, figure_ids) -> ExperimentSpec:
         agent_fields = [f.name for f in dataclasses.fields(params_cls)]
         agent_raw = {k: v for k, v in agent.items() if k not in AGENT_KEYS}
         build(params_cls, agent_raw, ap)
+        agent_grid = _check_grid(agent.get("grid", {}), f"{ap}.grid", env_fields, agent_fields)
         grid = dict(_check_grid(top_grid, "grid", env_fields, agent_fields))
-        grid.update(_check_grid(agent.get("grid", {}), f"{ap}.grid", env_fields, agent_fields))
+        grid.update(agent_grid)
         n_episodes = _positive_int(agent, "episodes", f"{ap}.episodes") if "episodes" in agent else episodes
         n_seeds = _positive_int(agent, "seeds", f"{ap}.seeds") if "seeds" in agent else seeds
         keys = list(grid)
-        for combo in itertools.product(*(grid[k] for k in keys)):
+
+        def where(key: str, combo=()) -> str:
+            """The spec path that set `key` ("env.size", "agent.v", "episodes") in grid cell `combo`."""
+            if key in grid:
+                path = f"{ap}.grid.{key}" if key in agent_grid else f"grid.{key}"
+                return f"{path}[{combo[keys.index(key)][0]}]" if combo else path
+            if key == "episodes":
+                return f"{ap}.episodes" if "episodes" in agent else "episodes"
+            scope, _, pname = key.partition(".")
+            return f"{ap}.{pname}" if scope == "agent" else key
+
+        count += n_seeds * math.prod(len(v) for v in grid.values())
+        if count > MAX_RUNS:
+            factors = {"seeds": n_seeds, **{k: len(v) for k, v in grid.items()}}
+            big = max(factors, key=factors.get)
+            path = (f"{ap}.seeds" if "seeds" in agent else "seeds") if big == "seeds" else where(big)
+            sizes = " x ".join(f"{n:,} {k}" for k, n in factors.items())
+            raise SpecError(path, f"the sweep would hold {count:,} runs or more ({sizes} for {label}), "
+                                  f"more than the {MAX_RUNS:,} one sweep may hold")
+        for combo in itertools.product(*(list(enumerate(grid[k])) for k in keys)):
             env_p, agent_p = dict(env_raw), dict(agent_raw)
-            for key, value in zip(keys, combo):
+            for key, (_, value) in zip(keys, combo):
                 scope, _, pname = key.partition(".")
                 (env_p if scope == "env" else agent_p)[pname] = value
-            gp = "grid" if all(k in top_grid and k not in agent.get("grid", {}) for k in keys) else f"{ap}.grid"
-            env_obj = build(env_cls, env_p, gp)
-            agent_obj = build(params_cls, agent_p, gp)
+            paths = {scope: {k.partition(".")[2]: where(k, combo) for k in keys if k.startswith(scope + ".")}
+                     for scope in ("env", "agent")}
+            env_obj = build(env_cls, env_p, "env", paths["env"])
+            agent_obj = build(params_cls, agent_p, ap, paths["agent"])
+            seconds[label] = seconds.get(label, 0.0) + n_seeds * _check_run(
+                algo, agent_obj, env["name"], env_obj, n_episodes, log, ap, lambda k: where(k, combo), paths["agent"])
             for seed in range(n_seeds):
                 runs.append(RunSpec(name, label, algo, _identity_params(agent_obj), env["name"],
                                     _identity_params(env_obj), seed, n_episodes, stop, log,
-                                    dict(zip(keys, combo)),
+                                    {k: v for k, (_, v) in zip(keys, combo)},
                                     {"agent": dataclasses.asdict(agent_obj), "env": dataclasses.asdict(env_obj)}))
+    total = sum(seconds.values())
+    if total > LONG_SECONDS and not allow_long:
+        label = max(seconds, key=seconds.get)
+        raise SpecError(f"agents.{label}.episodes" if "episodes" in agents[label] else "episodes",
+                        f"the sweep would take up to {total / YEAR:,.3g} CPU-years by a coarse estimate "
+                        f"(mostly {label}'s runs); pass --allow-long to run it anyway")
     _check_design(spec.get("design"), agents, env_fields)
-    return ExperimentSpec(name, spec.get("description", ""), figures, scale, runs, spec)
+    return ExperimentSpec(name, spec.get("description", ""), figures, scale, runs, spec, total)
 
 
 def _check_design(design, agents: dict, env_fields) -> None:
@@ -222,8 +278,10 @@ def _check_design(design, agents: dict, env_fields) -> None:
         _expect(label in agents, f"design.controls[{i}]", f"unknown agent{did_you_mean(str(label), agents)}")
 
 
-def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = (), figure_ids=None) -> ExperimentSpec:
-    """Read, merge the scale's overrides and `--set key=value`s, validate and expand.
+def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = (), figure_ids=None,
+              allow_long: bool = False) -> ExperimentSpec:
+    """Read, merge the scale's overrides and `--set key=value`s, validate and expand; a sweep
+    estimated beyond LONG_SECONDS of CPU needs `allow_long`.
 
     Every problem raises SpecError naming the file, the line and the key path. `figure_ids` are
     the ids `figures:` may name (the CLI passes the figure registry's); None leaves them unchecked.
@@ -246,11 +304,11 @@ def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = (), figure_i
                 raise SpecError(item, "--set takes dotted.key=value", file="--set")
             _set_dotted(merged, key, yaml_lines.parse_value(text))
             lines[key] = None
-        return _validate_and_expand(merged, scale, figure_ids)
+        return _validate_and_expand(merged, scale, figure_ids, allow_long)
     except SpecError as err:
         if err.file is None:
             err.file = "--set" if err.path in lines and lines[err.path] is None else path
-            err.line = _line_of(err.path, lines)
+            err.line = None if err.file == "--set" else _line_of(err.path, lines)
         raise
 
 

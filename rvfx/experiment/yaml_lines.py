@@ -34,10 +34,23 @@ def _scalar(node: yaml.ScalarNode):
     return text
 
 
-def _to_python(node, prefix: str, lines: dict, file: str):
-    """Convert a composed node, recording each key's line and rejecting repeated keys."""
+MAX_VALUES = 100_000            # values in one spec once aliases are expanded (the largest config has ~1,000)
+
+
+def _to_python(node, prefix: str, lines: dict, file: str, seen: list | None = None):
+    """Convert a composed node, recording each key's line and rejecting repeated keys, an alias
+    inside its own anchor, and alias expansions beyond MAX_VALUES values."""
+    seen = [0, set()] if seen is None else seen       # values converted, nodes on the current path
+    seen[0] += 1
+    if seen[0] > MAX_VALUES:
+        raise SpecError(prefix, f"more than {MAX_VALUES:,} values once aliases are expanded", file=file,
+                        line=node.start_mark.line + 1)
+    if id(node) in seen[1]:
+        raise SpecError(prefix, "an alias inside its own anchor (the value would contain itself)", file=file,
+                        line=node.start_mark.line + 1)
     lines.setdefault(prefix, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
+        seen[1].add(id(node))
         out = {}
         for key_node, value_node in node.value:
             key = _scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
@@ -49,10 +62,14 @@ def _to_python(node, prefix: str, lines: dict, file: str):
                 raise SpecError(sub, f"duplicate key (first on line {lines[sub]})", file=file,
                                 line=key_node.start_mark.line + 1)
             lines[sub] = key_node.start_mark.line + 1
-            out[key] = _to_python(value_node, sub, lines, file)
+            out[key] = _to_python(value_node, sub, lines, file, seen)
+        seen[1].discard(id(node))
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, f"{prefix}[{i}]", lines, file) for i, item in enumerate(node.value)]
+        seen[1].add(id(node))
+        out = [_to_python(item, f"{prefix}[{i}]", lines, file, seen) for i, item in enumerate(node.value)]
+        seen[1].discard(id(node))
+        return out
     return _scalar(node)
 
 
@@ -63,15 +80,25 @@ def _compose(stream, file: str):
         mark = getattr(err, "problem_mark", None)
         raise SpecError("", f"not valid YAML: {getattr(err, 'problem', None) or err}", file=file,
                         line=mark.line + 1 if mark else None) from None
+    except RecursionError:
+        raise SpecError("", "nested too deeply to be a spec", file=file) from None
 
 
 def load(path: str) -> tuple[object, dict[str, int]]:
-    """Parse `path`; return (data, {dotted key path: line number})."""
+    """Parse `path` (UTF-8 YAML); return (data, {dotted key path: line number}). A file that cannot
+    be read raises SpecError naming it and why."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             root = _compose(f, path)
-    except (FileNotFoundError, IsADirectoryError):
+    except FileNotFoundError:
         raise SpecError("", "no such file", file=path) from None
+    except IsADirectoryError:
+        raise SpecError("", "is a directory, not a spec file", file=path) from None
+    except UnicodeDecodeError as err:
+        raise SpecError("", f"not a text file: {err.reason} (byte {err.object[err.start:err.start + 1]!r});"
+                            f" a spec is UTF-8 YAML", file=path) from None
+    except OSError as err:
+        raise SpecError("", f"cannot be read: {err.strerror or err}", file=path) from None
     lines: dict[str, int] = {}
     return (_to_python(root, "", lines, path) if root is not None else None), lines
 

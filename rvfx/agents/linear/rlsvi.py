@@ -36,9 +36,9 @@ Perturbation = Literal["none", "gaussian", "bootstrap"]
 
 @dataclass(frozen=True)
 class LinearRLSVIParams:
-    v: Expr = field(default=0.01, metadata={"names": ("H", "M"),
+    v: Expr = field(default=0.01, metadata={"names": ("H", "M"), "gt": 0.0,
                                             "doc": "noise variance v (paper, Sec. 7.1.2: 0.01)"})
-    lam: Expr = field(default=100.0, metadata={"names": ("H", "M", "v"),
+    lam: Expr = field(default=100.0, metadata={"names": ("H", "M", "v"), "gt": 0.0,
                                                "doc": "prior variance lambda (paper, Sec. 7.1.2: 100)"})
     prior_mean: Expr = field(default=0.0, metadata={"names": ("H", "M"),
                                                      "doc": "prior mean theta-bar, every component (paper: 0)"})

@@ -22,8 +22,8 @@ from rvfx.core.expressions import Expr, evaluate
 
 @dataclass(frozen=True)
 class RLSVIParams:
-    v: Expr = field(default="H**2/25", metadata={"names": ("H",), "doc": "noise variance v (paper: H^2/25)"})
-    lam: Expr = field(default="v", metadata={"names": ("H", "v"), "doc": "prior variance lambda (paper: v)"})
+    v: Expr = field(default="H**2/25", metadata={"names": ("H",), "gt": 0.0, "doc": "noise variance v (paper: H^2/25)"})
+    lam: Expr = field(default="v", metadata={"names": ("H", "v"), "gt": 0.0, "doc": "prior variance lambda (paper: v)"})
     prior_mean: Expr = field(default=0.0, metadata={"names": ("H",), "doc": "prior mean theta-bar (paper: 0)"})
     act: ActRule = act_fields()["act"]
     epsilon: float = act_fields()["epsilon"]

@@ -1,0 +1,228 @@
+"""Where a sweep's runs execute: any concurrent.futures Executor, a local process pool whose
+workers die with the driver, or a Dask cluster (`--dask local:N` or `--dask tcp://HOST:PORT`).
+
+The pool and Dask pass each running run's episode count back to the driver (its progress bar)
+and stop running runs at their next episode when the driver is interrupted. Neither draws a
+random number or changes an output, so results stay byte-identical whatever runs them.
+"""
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import queue
+import re
+import signal
+import threading
+import time
+import uuid
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+
+REPORT_EVERY = 1.0       # seconds between a running run's progress messages
+CONNECT_TIMEOUT = 10.0   # seconds to reach a Dask scheduler before giving up
+
+
+class Stopped(Exception):
+    """Raised inside a run, at the end of an episode, once the driver asked the sweep to stop."""
+
+
+class DaskAddressError(Exception):
+    """A `--dask` address that is malformed, unreachable, or not a Dask scheduler."""
+
+
+class Progress:
+    """A run's `on_episode` callback: sends (run id, episodes done) through `link` at most every
+    REPORT_EVERY seconds, and raises Stopped once `link` says the sweep is stopping."""
+
+    def __init__(self, run_id: str, link):
+        self.run_id, self.link, self.due = run_id, link, 0.0
+
+    def __call__(self, episode: int) -> None:
+        now = time.monotonic()
+        if now >= self.due:
+            self.due = now + REPORT_EVERY
+            self.link.report(self.run_id, episode)
+            if self.link.stopping():
+                raise Stopped
+
+
+class ExecutorPool:
+    """Runs submitted to any concurrent.futures Executor (not ours to shut down): progress
+    counts finished runs only; stopping cancels the runs not yet started."""
+
+    def __init__(self, executor: Executor):
+        self.executor, self.futures = executor, []
+
+    def submit(self, fn, run, out) -> Future:
+        future = self.executor.submit(*self._task(fn, run, out))
+        self.futures.append(future)
+        return future
+
+    def _task(self, fn, run, out) -> tuple:
+        return fn, run, out
+
+    def live(self) -> dict[str, int]:
+        """Episodes done so far by running runs, by run id (those reported since the last call)."""
+        return {}
+
+    def stop(self) -> None:
+        for future in self.futures:
+            future.cancel()
+
+    def close(self) -> None:
+        pass
+
+
+# ---- local process pool ----------------------------------------------------------------------
+
+_link = None   # in a pool worker: its _QueueLink to the driver, set by _start_worker
+
+
+class _QueueLink:
+    def __init__(self, messages, stop):
+        self.messages, self.stop = messages, stop
+
+    def report(self, run_id, episodes):
+        self.messages.put((run_id, episodes))
+
+    def stopping(self):
+        return self.stop.is_set()
+
+
+def _start_worker(messages, stop) -> None:
+    """Pool worker initializer: Ctrl-C is the driver's to handle (it stops runs through `stop`),
+    and the worker exits as soon as the driver dies, even by SIGKILL, so none is orphaned."""
+    global _link
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    messages.cancel_join_thread()          # progress may be lost at exit; never wait on it
+    _link = _QueueLink(messages, stop)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Exit once this process is re-parented, i.e. its parent (the driver, or with forkserver
+    the server that exits with the driver) has died."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+def _in_worker(fn, run, out):
+    return fn(run, out, Progress(run.run_id, _link))
+
+
+class LocalPool(ExecutorPool):
+    """A ProcessPoolExecutor of `jobs` workers linked to the driver by a queue (progress) and an
+    event (stop); BLAS stays at one thread as the workers inherit rvfx's environment."""
+
+    def __init__(self, jobs: int):
+        context = multiprocessing.get_context()
+        self.messages, self.stop_event = context.Queue(), context.Event()
+        super().__init__(ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker,
+                                             initargs=(self.messages, self.stop_event)))
+
+    def _task(self, fn, run, out) -> tuple:
+        return _in_worker, fn, run, out
+
+    def live(self) -> dict[str, int]:
+        counts = {}
+        try:
+            while True:
+                run_id, episodes = self.messages.get_nowait()
+                counts[run_id] = episodes
+        except queue.Empty:
+            return counts
+
+    def stop(self) -> None:
+        super().stop()
+        self.stop_event.set()
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+        self.messages.close()
+
+
+# ---- Dask ------------------------------------------------------------------------------------
+
+class _DaskLink:
+    """A Dask task's link to the driver: a distributed Queue and Event shared by name."""
+
+    def __init__(self, name: str):
+        from distributed import Event, Queue
+        self.messages, self.stop = Queue(name), Event(name)
+
+    def report(self, run_id, episodes):
+        self.messages.put([run_id, episodes])
+
+    def stopping(self):
+        return self.stop.is_set()
+
+
+def _on_dask(fn, run, out, name):
+    return fn(run, out, Progress(run.run_id, _DaskLink(name)))
+
+
+class DaskPool(ExecutorPool):
+    """Runs as tasks of a Dask client (and its LocalCluster, if we started one). A worker that
+    dies takes no run with it: the scheduler reruns its task elsewhere, or after too many
+    deaths the future raises KilledWorker and the driver records the run failed."""
+
+    def __init__(self, client, cluster=None):
+        from distributed import Event, Queue
+        super().__init__(client.get_executor(pure=False))
+        self.client, self.cluster = client, cluster
+        self.name = f"rvfx-{uuid.uuid4().hex}"
+        self.messages, self.stop_event = Queue(self.name, client), Event(self.name, client)
+
+    def _task(self, fn, run, out) -> tuple:
+        return _on_dask, fn, run, out, self.name
+
+    def live(self) -> dict[str, int]:
+        return {run_id: episodes for run_id, episodes in self.messages.get(batch=True)}
+
+    def stop(self) -> None:
+        super().stop()
+        self.stop_event.set()    # tasks already running stop at their next episode
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+_TCP = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):\d{1,5}/?")
+
+
+def dask_pool(address: str) -> DaskPool:
+    """`local:N` starts a LocalCluster of N one-thread worker processes on this machine;
+    `tcp://HOST:PORT` joins a running scheduler. Anything else, or a scheduler that does not
+    answer Dask's handshake within CONNECT_TIMEOUT seconds, raises DaskAddressError."""
+    try:
+        import dask
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise DaskAddressError("--dask needs the dask extra: pip install 'rvfx[dask]'") from None
+    local = re.fullmatch(r"local:(\d+)", address)
+    if local and int(local[1]) >= 1:
+        # no dashboard, so no use for the profiler that samples each running task every 10 ms
+        with dask.config.set({"distributed.worker.profile.enabled": False}):
+            cluster = LocalCluster(n_workers=int(local[1]), threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+        return DaskPool(Client(cluster), cluster)
+    if not _TCP.fullmatch(address):
+        raise DaskAddressError(f"--dask {address!r}: expected local:N (N >= 1) or tcp://HOST:PORT")
+    try:
+        asyncio.run(_handshake(address))
+        return DaskPool(Client(address, timeout=CONNECT_TIMEOUT))
+    except (OSError, asyncio.TimeoutError) as err:
+        why = f" ({str(err).splitlines()[0]})" if str(err) else ""
+        raise DaskAddressError(f"--dask {address}: no Dask scheduler answered within "
+                               f"{CONNECT_TIMEOUT:g} s{why}") from None
+
+
+async def _handshake(address: str) -> None:
+    """Open a Dask comm to `address`, including the handshake distributed itself waits on forever
+    when a server accepts but says nothing."""
+    from distributed.comm import connect
+    comm = await asyncio.wait_for(connect(address, timeout=CONNECT_TIMEOUT), CONNECT_TIMEOUT)
+    comm.abort()

@@ -1,0 +1,134 @@
+"""Sweeps as processes: one sweep per folder, workers that die with the driver, Ctrl-C that
+stops and says how to resume, `--jobs` capped at the runs left, progress counted in episodes."""
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cli_helpers import invoke
+
+from rvfx.experiment import results, runner
+from rvfx.experiment.executors import LocalPool
+from rvfx.experiment.spec import load_spec
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+
+LONG = ("--set", "env.size=10", "--set", "episodes=4000")   # about 2 s a run, 8 runs
+
+
+def start_sweep(spec, out, *args) -> subprocess.Popen:
+    """`rvfx run SPEC --out OUT ARGS` as a separate process (stderr kept in OUT.err)."""
+    cmd = [sys.executable, "-c", "from rvfx.cli import main; main()", "run", str(spec), "--out", str(out),
+           *map(str, args)]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(f"{out}.err", "w"))
+
+
+def children(pid: int) -> list[int]:
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_for(condition, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {condition.__name__}")
+
+
+def finished_shards(out: Path, exp) -> list:
+    return [r for r in exp.runs if results.is_done(out, r)]
+
+
+def test_sigkill_of_the_driver_leaves_no_orphaned_worker(tiny_spec, tmp_path):
+    proc = start_sweep(tiny_spec, tmp_path / "k", "--jobs", 2, *LONG)
+    workers = wait_for(lambda: len(children(proc.pid)) >= 2 and children(proc.pid))
+    time.sleep(0.5)                                  # both workers inside a run
+    proc.kill()
+    proc.wait()
+    wait_for(lambda: not any(alive(w) for w in workers), timeout=5)
+
+
+def test_a_second_sweep_on_the_same_out_is_refused_naming_the_first(tiny_spec, tmp_path):
+    out = tmp_path / "l"
+    first = start_sweep(tiny_spec, out, "--jobs", 1, *LONG)
+    lock = out / "tiny" / ".lock"
+    wait_for(lambda: lock.exists() and lock.read_text())
+    second = invoke("run", tiny_spec, "--out", out)            # a smaller sweep, same folder
+    assert second.exit_code == 1
+    assert second.output.splitlines()[-1].startswith(f"error: {out / 'tiny'} is in use by rvfx run, pid {first.pid}")
+    first.kill()                                               # the OS releases the lock with it
+    first.wait()
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    assert len(finished_shards(out, load_spec(str(tiny_spec)))) == 8
+
+
+def test_ctrl_c_cancels_pending_runs_keeps_finished_ones_and_says_how_to_resume(tiny_spec, tmp_path):
+    out = tmp_path / "c"
+    sets = ("--set", "env.size=10", "--set", "episodes=2000")       # about 1 s a run
+    exp = load_spec(str(tiny_spec), "ci", tuple(sets[1::2]))
+    proc = start_sweep(tiny_spec, out, "--jobs", 2, *sets)
+    wait_for(lambda: finished_shards(out, exp))
+    workers = children(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 130
+    assert workers and not any(alive(w) for w in workers)
+    kept = len(finished_shards(out, exp))
+    assert 1 <= kept < 8                                       # pending work was not run
+    last = Path(f"{out}.err").read_text().splitlines()[-1]
+    assert last == (f"interrupted: {kept} of 8 run(s) finished and kept; to resume, rerun the same command "
+                    f"(finished runs are skipped): rvfx run {tiny_spec} --out {out} --jobs 2 {' '.join(sets)}")
+    assert not list((out / "tiny").glob("failed/*"))          # stopped runs are not failures
+    rerun = invoke("run", tiny_spec, "--out", out, "--jobs", 2, *sets)
+    assert f"8 runs, {kept} done, {8 - kept} to run" in rerun.output and rerun.exit_code == 0
+
+
+def test_jobs_is_capped_at_the_runs_left(tiny_spec, tmp_path, monkeypatch):
+    sizes = []
+    monkeypatch.setattr(runner, "LocalPool", lambda jobs: sizes.append(jobs) or LocalPool(jobs))
+    runs = load_spec(str(tiny_spec)).runs
+    assert all(o.ok for o in runner.run_sweep(runs[:3], str(tmp_path / "j"), jobs=1000))
+    assert all(o.ok for o in runner.run_sweep(runs[3:4], str(tmp_path / "j"), jobs=1000))
+    assert sizes == [3]                                        # one run left: done in this process
+
+
+def test_progress_counts_episodes_of_running_runs_once_a_minute_in_a_log(tiny_spec, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "LOG_EVERY", 0.0)              # a log line at every look, not every minute
+    exp = load_spec(str(tiny_spec), "ci", tuple(LONG[1::2]))
+    assert all(o.ok for o in runner.run_sweep(exp.runs[:2], str(tmp_path / "p"), jobs=2))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1].startswith("tiny: 100%") and "8000/8000" in lines[-1] and "2/2 runs" in lines[-1]
+    before_any_finished = [line for line in lines if "0/2 runs" in line]
+    assert any(not line.startswith("tiny:   0%") for line in before_any_finished)   # episodes counted mid-run
+    assert all("<" in line for line in lines)                  # elapsed<remaining: an ETA
+
+
+def test_progress_bar_counts_finished_runs_in_full_and_running_ones_as_reported(tiny_spec):
+    runs = load_spec(str(tiny_spec)).runs[:3]                  # 50 episodes each
+    progress = runner.SweepProgress("tiny", runs)
+    progress.update({runs[0].run_id: 20, runs[1].run_id: 10})
+    assert progress.n == 30
+    progress.update({runs[1].run_id: 12}, finished=runs[0].run_id)   # stopped early: counts 50
+    assert progress.n == 62
+    progress.update({runs[1].run_id: 0})                       # retried from scratch: never backwards
+    assert progress.n == 62
+    progress.close()
