@@ -140,17 +140,33 @@ def collect(spec, scale, sets, out):
 @click.argument("figures", nargs=-1)
 @click.option("--results", "results_dir", type=click.Path(), default="results", show_default=True)
 @click.option("--out", type=click.Path(), default="figures", show_default=True)
-def plot(figures, results_dir, out):
+@click.option("--spec", "spec_path", type=click.Path(), default=None,
+              help="draw this spec's figures from its own experiment folder (a variant under its own name)")
+def plot(figures, results_dir, out, spec_path):
     """Draw FIGURES (default: every figure whose results exist) from CSV alone."""
     from rvfx.experiment.params import did_you_mean
-    from rvfx.experiment.results import missing_runs
     from rvfx.figures import FIGURES
     for f in figures:
         if f not in FIGURES:
             click.echo(f"error: unknown figure {f!r}{did_you_mean(f, FIGURES)}", err=True)
             sys.exit(2)
+    if spec_path is None:
+        return _draw(figures, results_dir, out)
+    exp = _load(spec_path, "ci", ())
+    figures = figures or tuple(exp.figures)
+    with tempfile.TemporaryDirectory(prefix="rvfx-view-") as view:
+        for name in {e for f in figures for e in FIGURES[f].experiments}:
+            (Path(view) / name).symlink_to((Path(results_dir) / exp.name).resolve(), target_is_directory=True)
+        _draw(figures, view, out)
+
+
+def _draw(figures, results_dir, out):
+    """Draw each figure from RESULTS_DIR/<its experiments>; exit 2 on a damaged table, 1 on missing ones."""
     import pandas as pd
     import yaml
+
+    from rvfx.experiment.results import missing_runs
+    from rvfx.figures import FIGURES
     unreadable = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, yaml.YAMLError)
     missing, damaged = [], []
     for fig_id in figures or FIGURES:

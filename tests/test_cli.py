@@ -4,7 +4,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-from cli_helpers import invoke
+from cli_helpers import assert_png, invoke
 from click.testing import CliRunner
 
 from rvfx.cli import main
@@ -148,3 +148,16 @@ def test_any_concurrent_futures_executor_gives_the_same_tables(tiny_spec, tmp_pa
     results.collect(tmp_path / "t", exp.runs)
     assert invoke("run", tiny_spec, "--out", tmp_path / "a").exit_code == 0
     assert read_tables(tmp_path / "t") == read_tables(tmp_path / "a")
+
+
+def test_a_variant_spec_is_plotted_from_its_own_experiment_folder(tiny_spec, tmp_path):
+    """tiny.yaml names its own experiment ("tiny") and the figure deepsea_tabular, which reads the
+    experiment deepsea_tabular: `plot --spec` draws it from RESULTS/tiny; without it, nothing to draw."""
+    out = tmp_path / "v"
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    without = invoke("plot", "deepsea_tabular", "--results", out, "--out", tmp_path / "f0")
+    assert without.exit_code == 1 and "skipped deepsea_tabular" in without.output
+    result = invoke("plot", "--spec", tiny_spec, "--results", out, "--out", tmp_path / "f1")
+    assert result.exit_code == 0, result.output
+    assert_png(tmp_path / "f1" / "deepsea_tabular.png")
+    assert not (out / "deepsea_tabular").exists()            # the variant's folder was read, not made
