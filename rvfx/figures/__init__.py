@@ -32,3 +32,4 @@ from rvfx.figures import beta_vs_normal, exploration_table, illustrations, regre
 from rvfx.figures import cartpole  # noqa: E402,F401
 from rvfx.figures import deepsea_ensemble  # noqa: E402,F401
 from rvfx.figures import cartpole_ablation  # noqa: E402,F401
+from rvfx.figures import interop  # noqa: E402,F401
