@@ -15,7 +15,7 @@ SPECS := $(sort $(wildcard configs/*.yaml))
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -c constraints.txt -e '.[test]'
+	$(VENV)/bin/pip install --quiet -c constraints.txt -e '.[test,gym,bsuite]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -7,3 +7,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 __version__ = "0.1.0"
+
+# rvfx/DeepSea-v0 and rvfx/CartpoleSwingUp-v0 for gymnasium.make, registered once gymnasium is
+# imported (nothing happens without it); gymnasium.make("rvfx:rvfx/DeepSea-v0") imports rvfx itself.
+from rvfx.interop import register_gymnasium_on_import  # noqa: E402
+
+register_gymnasium_on_import()

@@ -14,7 +14,7 @@ from rvfx.agents.tabular.optimism import OptimismParams, OptimismProbe
 from rvfx.agents.tabular.psrl import PSRL, PSRLParams
 from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.agents.tabular.ucrl2 import UCRL2, UCRL2Params
-from rvfx.core.protocols import Layered, LinearFeatures, VectorObservations
+from rvfx.core.protocols import Layered, LinearFeatures, OwnNetworkInput, VectorObservations
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp
 from rvfx.envs.deep_sea import DeepSea
 from rvfx.envs.random_mdp import RandomMDP
@@ -37,8 +37,8 @@ AGENTS = {
     "deepsea_exploitation": AgentEntry(exploration.make_pure_exploitation, exploration.DeepSeaKnownParams, DeepSea),
     "deepsea_myopic": AgentEntry(exploration.make_myopic, exploration.MyopicParams, DeepSea),
     "deepsea_thompson": AgentEntry(exploration.make_thompson, exploration.DeepSeaKnownParams, DeepSea),
-    "ensemble_rlsvi": AgentEntry(make_ensemble_agent, EnsembleParams, (VectorObservations, Layered)),
-    "dqn": AgentEntry(make_ensemble_agent, DQNParams, (VectorObservations, Layered)),
+    "ensemble_rlsvi": AgentEntry(make_ensemble_agent, EnsembleParams, (OwnNetworkInput, VectorObservations, Layered)),
+    "dqn": AgentEntry(make_ensemble_agent, DQNParams, (OwnNetworkInput, VectorObservations, Layered)),
     "cartpole_reference": AgentEntry(make_reference, CartpoleReferenceParams, CartpoleSwingUp),
     "linear_lsvi": AgentEntry(lambda p, env, rng: LinearRLSVI(env, rng, p, "none"), LinearRLSVIParams,
                               LinearFeatures),

@@ -74,6 +74,13 @@ class Layered(Protocol):
 
 
 @runtime_checkable
+class OwnNetworkInput(Protocol):
+    """The environment declares the network input of its observations itself (e.g. a Gymnasium
+    space scaled to [0, 1], or an index read as one-hot): an object with encode and inputs."""
+    representation: object
+
+
+@runtime_checkable
 class VectorObservations(Protocol):
     """Observations are float vectors of `observation_size` components."""
     observation_size: int

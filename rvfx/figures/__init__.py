@@ -108,4 +108,11 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
     Figure("cartpole_diagnostics", ("cartpole_ablation",), "rvfx.figures.cartpole_ablation", "fig_diagnostics",
            "Fig. 17 screen diagnostics: over-estimation of Q, the ensemble's spread and values on "
            "probe states, and the greedy-action flip rate per SGD step, over episodes, per cell"),
+    Figure("bsuite_deep_sea", ("bsuite_deep_sea",), "rvfx.figures.interop", "fig_bsuite_deep_sea",
+           "bsuite's deep_sea sweep: the episode each size is solved at (fewer than 90% bad episodes so far) "
+           "vs size, and bsuite's score per agent, for tabular RLSVI, ensemble RLSVI and DQN (and bsuite's "
+           "boot_dqn where its logs are present)"),
+    Figure("mountaincar", ("mountaincar",), "rvfx.figures.interop", "fig_mountaincar",
+           "Gymnasium MountainCar-v0: ensemble RLSVI vs epsilon-greedy DQN with the same network, returns over "
+           "episodes (mean ± 1 s.e. over seeds) and the episode each run first reaches the flag (median, 95% CI)"),
 ]}

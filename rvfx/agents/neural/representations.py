@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from rvfx.agents.neural.nn import BlockInput
-from rvfx.core.protocols import Layered, LinearFeatures, VectorObservations
+from rvfx.core.protocols import Layered, LinearFeatures, OwnNetworkInput, VectorObservations
 
 RepresentationKind = Literal["pixels", "linear_basis"]
 
@@ -180,6 +180,8 @@ def representation_for(env, kind: RepresentationKind = "pixels", M: int = 10,
         return LinearBasisInput(env.linear_features(M, rng, basis))
     if kind != "pixels":
         raise ValueError(f"unknown representation {kind!r} (pixels, linear_basis)")
+    if isinstance(env, OwnNetworkInput):
+        return env.representation
     if isinstance(env, VectorObservations):
         return DenseVector(int(env.observation_size))
     if isinstance(env, Layered):

@@ -1,0 +1,71 @@
+"""The `gym` and `bsuite` environment kinds of a spec without their extras: parameters (so specs
+validate anywhere) and registry factories, which import the extra when a run starts."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from rvfx.experiment.params import SpecError
+
+
+@dataclass(frozen=True)
+class GymParams:
+    id: str = field(default="MountainCar-v0", metadata={
+        "doc": "Gymnasium environment id: discrete actions, a Box or Discrete observation (e.g. "
+               "MountainCar-v0, rvfx/DeepSea-v0)"})
+    kwargs: str = field(default="{}", metadata={"doc": "keyword arguments of gymnasium.make, a JSON object"})
+    max_episode_steps: int = field(default=0, metadata={
+        "min": 0, "doc": "episode cap (gymnasium.make's max_episode_steps; 0: the id's registered limit)"})
+    time_in_observation: bool = field(default=False, metadata={
+        "doc": "append t / cap to the (Box) observation; a time-limit truncation then ends a finite-horizon "
+               "episode at a terminal state (no bootstrap). false: the truncation ends the episode with "
+               "the real next state, which value estimates bootstrap from"})
+
+    def __post_init__(self):
+        json_object(self.kwargs, "kwargs")
+
+
+@dataclass(frozen=True)
+class BsuiteParams:
+    id: str = field(default="deep_sea/0", metadata={
+        "doc": "a bsuite_id of bsuite's sweep (deep_sea/0 ... deep_sea/20: size 10 ... 50), or an "
+               "experiment name (deep_sea, cartpole_swingup) constructed from `kwargs` alone"})
+    kwargs: str = field(default="{}", metadata={
+        "doc": "constructor keyword arguments, a JSON object merged over the bsuite_id's settings"})
+
+    def __post_init__(self):
+        json_object(self.kwargs, "kwargs")
+
+
+def json_object(text: str, name: str) -> dict:
+    """`text` parsed as a JSON object; else a SpecError at env.`name` (the spec's key)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SpecError(f"env.{name}", f"not JSON ({err.msg}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise SpecError(f"env.{name}", f"expected a JSON object, got {text!r}")
+    return value
+
+
+def missing_extra(module: str, extra: str) -> ImportError:
+    """The error for an interop module used without its extra."""
+    return ImportError(f"{module} is not installed: pip install 'rvfx[{extra}]'")
+
+
+def gym_environment(params: GymParams, rng):
+    """Registry factory of the `gym` kind: a Gymnasium environment as an rvfx one."""
+    try:
+        from rvfx.interop.gym import GymEnvironment
+    except ModuleNotFoundError as err:
+        raise missing_extra(err.name, "gym") from err
+    return GymEnvironment(params, rng)
+
+
+def bsuite_environment(params: BsuiteParams, rng):
+    """Registry factory of the `bsuite` kind: a bsuite (dm_env) environment as an rvfx one."""
+    try:
+        from rvfx.interop.bsuite import BsuiteEnvironment
+    except ModuleNotFoundError as err:
+        raise missing_extra(err.name, "bsuite") from err
+    return BsuiteEnvironment(params, rng)
