@@ -165,9 +165,9 @@ def _draw(figures, results_dir, out):
     import pandas as pd
     import yaml
 
-    from rvfx.experiment.results import missing_runs
+    from rvfx.experiment.results import DamagedTable, missing_runs
     from rvfx.figures import FIGURES
-    unreadable = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, yaml.YAMLError)
+    unreadable = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, yaml.YAMLError, DamagedTable)
     missing, damaged = [], []
     for fig_id in figures or FIGURES:
         fig = FIGURES[fig_id]
@@ -209,6 +209,10 @@ def _unreadable(results_dir: str, experiments, err: Exception) -> str:
     """Which file of the experiments' tables (or their spec.yaml) cannot be read, and why."""
     import pandas as pd
     import yaml
+
+    from rvfx.experiment.results import DamagedTable
+    if isinstance(err, DamagedTable):
+        return str(err)
     for e in experiments:
         folder = Path(results_dir) / e
         for path in [*sorted(folder.glob("*.csv")), folder / "spec.yaml"]:

@@ -93,3 +93,20 @@ def test_a_table_no_verified_shard_feeds_is_removed(tiny_spec, tmp_path):
     invoke("collect", tiny_spec, "--out", out)
     assert not (out / "tiny" / "episodes.csv").exists() and not (out / "tiny" / "runs.csv").exists()
     assert len(pd.read_csv(out / "tiny" / "failures.csv")) == 8
+
+
+def test_a_collected_table_damaged_after_collect_is_refused_by_plot(tiny_spec, tmp_path):
+    """collect records each table's sha256 (tables.json); a runs.csv cut mid-line afterwards is
+    named and refused, exit 2, one line, instead of being drawn from."""
+    out = tmp_path / "c"
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    runs = out / "tiny" / "runs.csv"
+    assert json.loads((out / "tiny" / results.TABLES).read_text())["runs.csv"] == results._sha256(runs)
+    text = runs.read_text()
+    runs.write_text(text[: len(text) - 7])
+    result = invoke("plot", "--spec", tiny_spec, "--results", out, "--out", tmp_path / "f")
+    assert result.exit_code == 2
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and str(runs) in errors[0] and "damaged" in errors[0]
+    assert invoke("collect", tiny_spec, "--out", out).exit_code == 0     # rebuilt from the shards
+    assert runs.read_text() == text

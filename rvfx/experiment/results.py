@@ -28,6 +28,11 @@ import pandas as pd
 from rvfx.experiment.provenance import code_version, environment
 
 MANIFEST = "manifest.json"
+TABLES = "tables.json"      # beside the collected tables: each one's sha256, as collect wrote it
+
+
+class DamagedTable(ValueError):
+    """A collected table whose bytes differ from those `collect` wrote (tables.json)."""
 SHARD_FORMAT = 1
 
 
@@ -203,6 +208,8 @@ def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
         stale.unlink()
     if not failures:
         fail_path.unlink(missing_ok=True)
+    checksums = {p.name: _sha256(p) for p in sorted(exp_dir.glob("*.csv"))}
+    write_atomic_text(exp_dir / TABLES, json.dumps(checksums, indent=1, sort_keys=True) + "\n")
     if resolved_spec is not None:
         write_atomic_text(exp_dir / "spec.yaml", resolved_spec)
     write_atomic_text(exp_dir / "provenance.json", json.dumps(environment(), indent=1, sort_keys=True) + "\n")
@@ -225,6 +232,11 @@ def load_table(results: str | Path, experiment: str, name: str) -> pd.DataFrame:
     path = experiment_dir(results, experiment) / f"{name}.csv"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run `rvfx run configs/{experiment}.yaml` first")
+    record = path.parent / TABLES
+    expected = json.loads(record.read_text(encoding="utf-8")).get(path.name) if record.exists() else None
+    if expected is not None and _sha256(path) != expected:
+        raise DamagedTable(f"{path.resolve()}: damaged, cannot be read (its sha256 differs from {record.resolve()}; "
+                           f"`rvfx collect` rebuilds it from the verified shards)")
     return pd.read_csv(path)
 
 
