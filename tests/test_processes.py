@@ -1,5 +1,6 @@
 """Sweeps as processes: one sweep per folder, workers that die with the driver, Ctrl-C that
 stops and says how to resume, `--jobs` capped at the runs left, progress counted in episodes."""
+import re
 import signal
 import subprocess
 import sys
@@ -113,12 +114,13 @@ def test_jobs_is_capped_at_the_runs_left(tiny_spec, tmp_path, monkeypatch):
 
 def test_progress_counts_episodes_of_running_runs_once_a_minute_in_a_log(tiny_spec, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(runner, "LOG_EVERY", 0.0)              # a log line at every look, not every minute
-    exp = load_spec(str(tiny_spec), "ci", tuple(LONG[1::2]))
+    # runs long enough (seconds even on an idle machine) for the driver to look while they run
+    exp = load_spec(str(tiny_spec), "ci", ("env.size=10", "episodes=20000"))
     assert all(o.ok for o in runner.run_sweep(exp.runs[:2], str(tmp_path / "p"), jobs=2))
     lines = capsys.readouterr().err.splitlines()
-    assert lines[-1].startswith("tiny: 100%") and "8000/8000" in lines[-1] and "2/2 runs" in lines[-1]
-    before_any_finished = [line for line in lines if "0/2 runs" in line]
-    assert any(not line.startswith("tiny:   0%") for line in before_any_finished)   # episodes counted mid-run
+    assert lines[-1].startswith("tiny: 100%") and "40000/40000" in lines[-1] and "2/2 runs" in lines[-1]
+    counted = [int(re.search(r"(\d+)/40000", line).group(1)) for line in lines if "0/2 runs" in line]
+    assert any(n > 0 for n in counted)                         # episodes counted mid-run, before any finished
     assert all("<" in line for line in lines)                  # elapsed<remaining: an ETA
 
 
