@@ -39,6 +39,11 @@ class RandomMDPParams:
         default=3.0, metadata={"min": 3.0, "doc": "1^T alpha_0 of the Dirichlet prior (Assumption 2: >= 3)"})
     start_state: int = field(default=0, metadata={"min": 0, "doc": "x_0: every episode starts in (0, x_0)"})
 
+    def __post_init__(self):
+        """Settings no single bound can refuse; `build` reports them at the spec's key."""
+        if self.start_state >= self.states:
+            raise ValueError(f"start_state {self.start_state} must be < states {self.states}")
+
 
 class RandomMDP:
     """One MDP drawn from the prior with the instance's rng; then episodes use the same rng.
@@ -52,8 +57,6 @@ class RandomMDP:
     def __init__(self, params: RandomMDPParams, rng: np.random.Generator):
         self.params = params
         H, X, A = params.horizon, params.states, params.actions
-        if params.start_state >= X:
-            raise ValueError(f"start_state {params.start_state} must be < states {X}")
         self.rng = rng
         self.shape = (H, X, A)
         self.num_actions = A

@@ -109,7 +109,10 @@ def build(cls, raw: dict, path: str, paths: dict[str, str] | None = None):
         if key not in fields:
             raise SpecError(where, f"unknown parameter{did_you_mean(key, fields)}; known: {', '.join(fields)}")
         values[key] = _check_value(key, hints[key], value, dict(fields[key].metadata), where)
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ValueError as err:           # a setting the parameters' __post_init__ refuses as a whole
+        raise SpecError(path, str(err)) from None
 
 
 def check_expressions(obj, names: dict[str, float], path: str, paths: dict[str, str] | None = None) -> None:

@@ -75,6 +75,13 @@ class EnsembleParams:
     basis: Literal["random_unit", "orthonormal"] = field(default="random_unit", metadata={
         "doc": "linear_basis: random unit vectors (default) or an orthonormal basis of the subspace"})
 
+    def __post_init__(self):
+        """Settings no single bound can refuse; `build` reports them at the spec's key."""
+        if self.hidden1 == 0 and self.hidden2 > 0:
+            raise ValueError("hidden1=0 (a linear Q) needs hidden2=0")
+        if self.min_replay > self.buffer_size:
+            raise ValueError(f"min_replay ({self.min_replay}) exceeds buffer_size ({self.buffer_size})")
+
 
 @dataclass(frozen=True)
 class DQNParams(EnsembleParams):
@@ -230,10 +237,6 @@ class EnsembleRLSVI:
 
     def __init__(self, params: EnsembleParams, representation: Representation, num_actions: int,
                  rng: np.random.Generator):
-        if params.hidden1 == 0 and params.hidden2 > 0:
-            raise ValueError("hidden1=0 (a linear Q) needs hidden2=0")
-        if params.min_replay > params.buffer_size:
-            raise ValueError(f"min_replay ({params.min_replay}) exceeds buffer_size ({params.buffer_size})")
         self.params, self.rep, self.num_actions, self.rng = params, representation, num_actions, rng
         self.K = params.K
         hidden = tuple(h for h in (params.hidden1, params.hidden2) if h > 0)
