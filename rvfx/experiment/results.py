@@ -17,6 +17,7 @@ another default) is named, treated as not done and rerun; it is never read.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -234,10 +235,11 @@ def load_table(results: str | Path, experiment: str, name: str) -> pd.DataFrame:
         raise FileNotFoundError(f"{path} not found: run `rvfx run configs/{experiment}.yaml` first")
     record = path.parent / TABLES
     expected = json.loads(record.read_text(encoding="utf-8")).get(path.name) if record.exists() else None
-    if expected is not None and _sha256(path) != expected:
+    data = path.read_bytes()                     # read once: checked, then parsed
+    if expected is not None and hashlib.sha256(data).hexdigest() != expected:
         raise DamagedTable(f"{path.resolve()}: damaged, cannot be read (its sha256 differs from {record.resolve()}; "
                            f"`rvfx collect` rebuilds it from the verified shards)")
-    return pd.read_csv(path)
+    return pd.read_csv(io.BytesIO(data))
 
 
 def load_spec_value(results: str | Path, experiment: str, keys: tuple):
