@@ -1,4 +1,4 @@
-"""bsuite through dm_env (rvfx.interop.bsuite): rvfx's DeepSea is bsuite's deep_sea, bsuite's
+"""bsuite through dm_env (rvfx.envs.bsuite and rvfx.analysis.bsuite): rvfx's DeepSea is bsuite's deep_sea, bsuite's
 environments run rvfx's agents on exactly the native inputs, the bsuite log is rebuilt exactly,
 bsuite's deep_sea score on hand-made logs, and the bsuite_deep_sea spec runs and draws."""
 import dm_env
@@ -14,10 +14,11 @@ from bsuite.utils.wrappers import _logarithmic_logging  # noqa: E402
 from cli_helpers import CONFIGS, assert_png, invoke  # noqa: E402
 
 from rvfx.agents import AGENTS, make_agent  # noqa: E402
+from rvfx.analysis import bsuite as ab  # noqa: E402
 from rvfx.core.live import live, log_grid  # noqa: E402
+from rvfx.envs import bsuite as eb  # noqa: E402
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
-from rvfx.interop import bsuite as rb  # noqa: E402
-from rvfx.interop.params import BsuiteParams  # noqa: E402
+from rvfx.envs.external import BsuiteParams  # noqa: E402
 
 
 def rvfx_twin(size: int, mapping: np.ndarray) -> DeepSea:
@@ -90,7 +91,7 @@ def test_unrandomized_actions_agree_without_copying_the_mapping():
 
 
 def deep_sea_pair(bsuite_id: str):
-    env = rb.BsuiteEnvironment(BsuiteParams(bsuite_id), np.random.default_rng(0))
+    env = eb.BsuiteEnvironment(BsuiteParams(bsuite_id), np.random.default_rng(0))
     return env, rvfx_twin(env.size, env.raw._action_mapping)
 
 
@@ -112,7 +113,7 @@ def test_bsuite_deep_sea_feeds_agents_the_native_inputs_so_tables_are_byte_ident
 # ------------------------------------------------------------------------------ dm_env semantics
 
 def test_cartpole_swingup_runs_with_flat_observations_and_no_regret():
-    env = rb.BsuiteEnvironment(BsuiteParams("cartpole_swingup/0", '{"max_time": 0.3}'), np.random.default_rng(1))
+    env = eb.BsuiteEnvironment(BsuiteParams("cartpole_swingup/0", '{"max_time": 0.3}'), np.random.default_rng(1))
     assert env.num_actions == 3 and env.observation_size == 8 and env.optimal_return is None
     agent = make_agent("dqn", AGENTS["dqn"][1](), env, np.random.default_rng(0))
     metrics = live(agent, env, 2, log_every="all")
@@ -133,12 +134,12 @@ def test_a_dm_env_truncation_keeps_the_next_state(monkeypatch):
 
 
 def test_seeds_the_bsuite_id_leaves_open_come_from_the_run_generator():
-    a = rb.BsuiteEnvironment(BsuiteParams("deep_sea", '{"size": 6}'), np.random.default_rng(3))
-    b = rb.BsuiteEnvironment(BsuiteParams("deep_sea", '{"size": 6}'), np.random.default_rng(3))
+    a = eb.BsuiteEnvironment(BsuiteParams("deep_sea", '{"size": 6}'), np.random.default_rng(3))
+    b = eb.BsuiteEnvironment(BsuiteParams("deep_sea", '{"size": 6}'), np.random.default_rng(3))
     assert np.array_equal(a.raw._action_mapping, b.raw._action_mapping)
-    assert "mapping_seed" in a.kwargs and rb.settings("deep_sea/20")[1] == {"size": 50, "mapping_seed": 42}
+    assert "mapping_seed" in a.kwargs and eb.settings("deep_sea/20")[1] == {"size": 50, "mapping_seed": 42}
     with pytest.raises(ValueError, match="not in bsuite's sweep"):
-        rb.settings("deep_sea/21")
+        eb.settings("deep_sea/21")
 
 
 # ------------------------------------------------------------------------------ bsuite's log
@@ -152,16 +153,16 @@ def test_rvfx_log_grid_logs_an_episode_between_any_two_bsuite_log_rows(episodes)
 
 
 def test_the_bsuite_log_is_rebuilt_exactly_from_the_logged_episodes():
-    env = rb.BsuiteEnvironment(BsuiteParams("deep_sea", '{"size": 5, "mapping_seed": 1}'), np.random.default_rng(0))
+    env = eb.BsuiteEnvironment(BsuiteParams("deep_sea", '{"size": 5, "mapping_seed": 1}'), np.random.default_rng(0))
     metrics = live(RandomAgent(2, 0), env, 2000)
     episodes = pd.DataFrame(metrics["episodes"]).assign(run_id="r")
-    rebuilt = rb.bsuite_logs(episodes)
+    rebuilt = ab.bsuite_logs(episodes)
     theirs = pd.DataFrame(env.logger.rows)
     assert len(theirs) == sum(map(_logarithmic_logging, range(1, 2001)))
     assert theirs.columns.tolist() == rebuilt.columns.tolist()
     assert rebuilt.equals(theirs)
     with pytest.raises(ValueError, match="log: all"):
-        rb.bsuite_logs(episodes[episodes[rb.ROWS] != 20])
+        ab.bsuite_logs(episodes[episodes[eb.ROWS] != 20])
 
 
 def hand_made_log(size: int, bad: dict, last: int = 10_000) -> pd.DataFrame:
@@ -182,13 +183,13 @@ def test_bsuite_score_on_hand_made_logs():
         hand_made_log(20, {}).pipe(lambda d: pd.concat([d, pd.DataFrame(
             {"episode": [12_000], "total_bad_episodes": [0], "size": [20]})])),   # past the budget: ignored
     ], ignore_index=True)
-    solutions = rb.find_solution(df).set_index("size")
+    solutions = ab.find_solution(df).set_index("size")
     assert solutions["episode"].to_dict() == {10: 30, 12: 5000, 14: 10_000, 16: 10, 18: 3000, 20: 10_000}
     assert solutions["solved"].to_dict() == {10: True, 12: True, 14: False, 16: True, 18: False, 20: False}
     assert solutions["finished"].to_dict() == {10: True, 12: True, 14: True, 16: True, 18: False, 20: True}
-    assert rb.score(df) == pytest.approx(2 / 6)
-    assert rb.score(df[df["size"] <= 12]) == 0.5
-    assert rb.score(df[df["size"] == 14]) == 0.0
+    assert ab.score(df) == pytest.approx(2 / 6)
+    assert ab.score(df[df["size"] <= 12]) == 0.5
+    assert ab.score(df[df["size"] == 14]) == 0.0
 
 
 # ------------------------------------------------------------------------------ the bsuite_deep_sea spec
@@ -207,21 +208,21 @@ def test_bsuite_deep_sea_spec_runs_writes_bsuite_logs_and_draws(tmp_path):
                     *[arg for agent in ("ensemble_rlsvi", "dqn")
                       for arg in ("--set", f"agents.{agent}.batch_size=16", "--set", f"agents.{agent}.min_replay=16")])
     assert result.exit_code == 0, result.output
-    written = rb.write_bsuite_logs(out, "bsuite_deep_sea", logs)
+    written = ab.write_bsuite_logs(out, "bsuite_deep_sea", logs)
     assert len(written) == 6 and written[0].name == "bsuite_id_-_deep_sea-0.csv"
     theirs, _ = csv_load.load_bsuite(str(logs / "rlsvi" / "seed_0"))            # bsuite's own loader
-    ours = rb.load_runs(out, "bsuite_deep_sea")
+    ours = ab.load_runs(out, "bsuite_deep_sea")
     ours = ours[ours["agent"] == "rlsvi"]
     assert sorted(theirs["size"].unique()) == [10, 12] and len(theirs) == len(ours) == 2 * 16
     assert theirs.sort_values(["size", "episode"])["total_bad_episodes"].tolist() == \
         ours.sort_values(["size", "episode"])["total_bad_episodes"].tolist()
-    assert rb.score(theirs) == rb.score(ours)
+    assert ab.score(theirs) == ab.score(ours)
     # bsuite's own boot_dqn logs, where present, are scored beside rvfx's agents
     boot = out / "bsuite_deep_sea" / "boot_dqn"
     boot.mkdir()
     hand_made_log(10, {12: 10}, last=30).drop(columns="size").assign(
         steps=0, total_return=0.0, episode_len=10, episode_return=0.0, denoised_return=0.0).to_csv(
-        boot / rb.log_file("deep_sea/0"), index=False)
+        boot / ab.log_file("deep_sea/0"), index=False)
     result = invoke("plot", "bsuite_deep_sea", "--results", out, "--out", figs)
     assert result.exit_code == 0, result.output
     assert_png(figs / "bsuite_deep_sea.png")

@@ -19,9 +19,9 @@ from rvfx.analysis.stats import median_ci  # noqa: E402
 from rvfx.core.live import live  # noqa: E402
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams  # noqa: E402
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
-from rvfx.experiment.params import SpecError  # noqa: E402
-from rvfx.interop.gym import GymEnvironment, gym_seed  # noqa: E402
-from rvfx.interop.params import GymParams  # noqa: E402
+from rvfx.envs.external import GymParams  # noqa: E402
+from rvfx.envs.gym import GymEnvironment, gym_seed  # noqa: E402
+from rvfx.experiment.params import SpecError, build  # noqa: E402
 
 
 def adapter(env_id: str, seed: int, **kwargs) -> GymEnvironment:
@@ -184,8 +184,10 @@ def test_unsupported_spaces_and_bad_specs_are_named():
         GymEnvironment(GymParams("FrozenLake-v1", time_in_observation=True), np.random.default_rng(0))
     frozen = GymEnvironment(GymParams("FrozenLake-v1"), np.random.default_rng(0))
     assert frozen.representation.input_dim == 16 and frozen.reset().new_state == 0
-    with pytest.raises(SpecError, match="env.kwargs: expected a JSON object"):
+    with pytest.raises(ValueError, match="kwargs: expected a JSON object"):
         GymParams(kwargs="[1]")
+    with pytest.raises(SpecError, match="env: kwargs: not JSON"):
+        build(GymParams, {"kwargs": "{1"}, "env")
 
 
 # ------------------------------------------------------------------------------ the MountainCar spec

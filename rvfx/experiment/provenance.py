@@ -7,13 +7,11 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-import rvfx
-
 
 @functools.lru_cache(maxsize=1)
 def code_version() -> dict:
     """rvfx's version and, in a git checkout, its commit (with '+dirty' for uncommitted changes)."""
-    root = Path(rvfx.__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     try:
         def git(*args):
             return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
@@ -21,7 +19,7 @@ def code_version() -> dict:
         commit = git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
     except (OSError, subprocess.SubprocessError):
         commit = ""
-    return {"rvfx": rvfx.__version__, "commit": commit}
+    return {"rvfx": metadata.version("rvfx"), "commit": commit}
 
 
 def environment() -> dict:

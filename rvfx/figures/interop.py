@@ -20,7 +20,7 @@ def _fmt(x: float) -> str:
 def boot_dqn_logs(results) -> pd.DataFrame:
     """bsuite logs of bsuite's boot_dqn under RESULTS/bsuite_deep_sea/boot_dqn: the folder itself
     or each seed_* folder in it is one seed; empty when it was not run."""
-    from rvfx.interop.bsuite import read_bsuite_logs
+    from rvfx.analysis.bsuite import read_bsuite_logs
     root = experiment_dir(results, "bsuite_deep_sea") / BOOT_DQN
     folders = [root, *sorted(p for p in root.glob("*") if p.is_dir())] if root.is_dir() else []
     frames = [read_bsuite_logs(f).assign(agent=f"{BOOT_DQN} (bsuite)", seed=i, run_id="")
@@ -29,7 +29,7 @@ def boot_dqn_logs(results) -> pd.DataFrame:
 
 
 def fig_bsuite_deep_sea(results, out):
-    from rvfx.interop.bsuite import NUM_EPISODES, find_solution, load_runs, score
+    from rvfx.analysis.bsuite import NUM_EPISODES, find_solution, load_runs, score
     logs = pd.concat([load_runs(results, "bsuite_deep_sea"), boot_dqn_logs(results)], ignore_index=True)
     runs = load_table(results, "bsuite_deep_sea", "runs")
     lt = dict(zip(runs["run_id"], learning_times(runs)))

@@ -1,6 +1,7 @@
-"""rvfx beside the ecosystem's interfaces, in both directions: Gymnasium (`rvfx.interop.gym`, extra
-rvfx[gym]) and dm_env/bsuite (`rvfx.interop.bsuite`, extra rvfx[bsuite]); `rvfx.interop.params`
-holds what needs neither extra (the two environment kinds' parameters and registry factories).
+"""rvfx's environments offered to the ecosystem: as Gymnasium environments (`rvfx.interop.gym`,
+extra rvfx[gym]). The other direction, Gymnasium and bsuite environments inside rvfx, is the
+`gym` and `bsuite` environment kinds (rvfx.envs.gym, rvfx.envs.bsuite); bsuite's logs and score
+of rvfx results are rvfx.analysis.bsuite.
 
 This module registers rvfx's environments with Gymnasium and imports nothing heavy, as `import
 rvfx` runs it.

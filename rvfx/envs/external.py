@@ -1,11 +1,10 @@
 """The `gym` and `bsuite` environment kinds of a spec without their extras: parameters (so specs
-validate anywhere) and registry factories, which import the extra when a run starts."""
+validate anywhere) and registry factories, which import the extra (rvfx.envs.gym,
+rvfx.envs.bsuite) when a run starts."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-
-from rvfx.experiment.params import SpecError
 
 
 @dataclass(frozen=True)
@@ -38,25 +37,26 @@ class BsuiteParams:
 
 
 def json_object(text: str, name: str) -> dict:
-    """`text` parsed as a JSON object; else a SpecError at env.`name` (the spec's key)."""
+    """`text` parsed as a JSON object; else a ValueError naming the parameter `name` (a spec
+    reports it at its env key)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
-        raise SpecError(f"env.{name}", f"not JSON ({err.msg}): {text!r}") from None
+        raise ValueError(f"{name}: not JSON ({err.msg}): {text!r}") from None
     if not isinstance(value, dict):
-        raise SpecError(f"env.{name}", f"expected a JSON object, got {text!r}")
+        raise ValueError(f"{name}: expected a JSON object, got {text!r}")
     return value
 
 
 def missing_extra(module: str, extra: str) -> ImportError:
-    """The error for an interop module used without its extra."""
+    """The error for an environment kind used without its extra."""
     return ImportError(f"{module} is not installed: pip install 'rvfx[{extra}]'")
 
 
 def gym_environment(params: GymParams, rng):
     """Registry factory of the `gym` kind: a Gymnasium environment as an rvfx one."""
     try:
-        from rvfx.interop.gym import GymEnvironment
+        from rvfx.envs.gym import GymEnvironment
     except ModuleNotFoundError as err:
         raise missing_extra(err.name, "gym") from err
     return GymEnvironment(params, rng)
@@ -65,7 +65,7 @@ def gym_environment(params: GymParams, rng):
 def bsuite_environment(params: BsuiteParams, rng):
     """Registry factory of the `bsuite` kind: a bsuite (dm_env) environment as an rvfx one."""
     try:
-        from rvfx.interop.bsuite import BsuiteEnvironment
+        from rvfx.envs.bsuite import BsuiteEnvironment
     except ModuleNotFoundError as err:
         raise missing_extra(err.name, "bsuite") from err
     return BsuiteEnvironment(params, rng)

@@ -1,0 +1,110 @@
+"""bsuite -> rvfx (extra rvfx[bsuite]): `BsuiteEnvironment`, the `bsuite` kind of a spec, a bsuite
+environment through dm_env as an rvfx environment.
+
+It runs inside bsuite's own `Logging` wrapper, so the rows bsuite would log (its logarithmic
+schedule, its columns) are made by bsuite's code; each logged rvfx episode carries the latest of
+them (`bsuite_*` columns), from which rvfx.analysis.bsuite rebuilds the run's bsuite log and
+computes bsuite's deep_sea score.
+"""
+from __future__ import annotations
+
+import inspect
+
+import dm_env
+import numpy as np
+from bsuite import sweep
+from bsuite.bsuite import EXPERIMENT_NAME_TO_ENVIRONMENT
+from bsuite.utils.wrappers import Logging
+
+from rvfx.core.transition import Transition
+from rvfx.envs.external import BsuiteParams, json_object
+
+PREFIX = "bsuite_"                               # rvfx episode columns holding bsuite's log row
+ROWS = "bsuite_rows"                             # how many rows bsuite has logged so far
+
+
+class _Rows:
+    """A bsuite logger that keeps the rows in memory."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+
+    def write(self, data) -> None:
+        self.rows.append(dict(data))
+
+
+def settings(bsuite_id: str, kwargs: str = "{}") -> tuple[str, dict]:
+    """(experiment name, constructor kwargs) of a bsuite_id or bare experiment name, `kwargs` over them."""
+    name, _, index = bsuite_id.partition(sweep.SEPARATOR)
+    if name not in EXPERIMENT_NAME_TO_ENVIRONMENT:
+        raise ValueError(f"unknown bsuite experiment {name!r}")
+    if index and bsuite_id not in sweep.SETTINGS:
+        raise ValueError(f"{bsuite_id!r} is not in bsuite's sweep ({name} has "
+                         f"{sum(i.startswith(name + sweep.SEPARATOR) for i in sweep.SETTINGS)} settings)")
+    return name, {**(sweep.SETTINGS[bsuite_id] if index else {}), **json_object(kwargs, "kwargs")}
+
+
+class BsuiteEnvironment:
+    """A bsuite environment as an rvfx environment (the `bsuite` kind of a spec).
+
+    dm_env semantics: a LAST step with discount 0 is a terminal state (new_state None); with a
+    discount > 0 it is a truncation, Transition(truncated=True) with the real next observation.
+    Seeds the constructor takes (`seed`, `mapping_seed`) and the bsuite_id does not fix are drawn
+    from the run's environment generator. deep_sea: states are (row, column), decoded from the
+    one-hot image, with the layered shape (N, N, 2) of the tabular agents and one-hot pixel inputs
+    (`OneHotPixels`), i.e. exactly rvfx DeepSea's inputs; regret when deterministic (optimum
+    1 - unscaled_move_cost). Other experiments: flat float observations, no regret.
+    """
+
+    def __init__(self, params: BsuiteParams, rng: np.random.Generator):
+        name, kwargs = settings(params.id, params.kwargs)
+        make = EXPERIMENT_NAME_TO_ENVIRONMENT[name]
+        accepted = inspect.signature(make).parameters
+        for seed in ("mapping_seed", "seed"):
+            if seed in accepted and seed not in kwargs:
+                kwargs[seed] = int(rng.integers(2**31))
+        self.name, self.kwargs = name, kwargs
+        self.raw = make(**kwargs)
+        self.logger = _Rows()
+        self.env = Logging(self.raw, self.logger)
+        self.num_actions = int(self.env.action_spec().num_values)
+        self.deep_sea = name == "deep_sea"
+        self.optimal_return = None
+        if self.deep_sea:
+            n = self.size = int(kwargs["size"])
+            self.shape = (n, n, 2)
+            if kwargs.get("deterministic", True):
+                self.optimal_return = float(self.raw._optimal_return)
+        else:
+            self.observation_size = int(np.prod(self.env.observation_spec().shape))
+        self.expected_return = 0.0
+        self.state = None
+        self.t = 0
+
+    def observe(self, obs):
+        if self.deep_sea:
+            return divmod(int(np.flatnonzero(obs)[0]), self.size)
+        return np.asarray(obs, np.float64).ravel()
+
+    def reset(self) -> Transition:
+        timestep = self.env.reset()
+        self.expected_return, self.t = 0.0, 0
+        self.state = self.observe(timestep.observation)
+        return Transition(None, None, 0.0, self.state, 0)
+
+    def step(self, action: int) -> Transition:
+        timestep = self.env.step(action)
+        reward = float(timestep.reward)
+        self.expected_return += reward
+        self.t += 1
+        old = self.state
+        if timestep.step_type == dm_env.StepType.LAST and timestep.discount == 0:
+            self.state = None
+            return Transition(old, action, reward, None, self.t - 1)
+        self.state = self.observe(timestep.observation)
+        return Transition(old, action, reward, self.state, self.t - 1, truncated=timestep.last())
+
+    def episode_metrics(self) -> dict:
+        """bsuite's latest log row, its columns prefixed `bsuite_`, and how many rows it has logged."""
+        rows = self.logger.rows          # bsuite logs every episode up to 10, so never empty here
+        return {ROWS: len(rows), **{PREFIX + k: v for k, v in rows[-1].items()}}
