@@ -8,7 +8,7 @@ from rvfx.core.live import live
 from rvfx.core.protocols import Agent, Environment
 from rvfx.envs import ENVS
 
-SMALL_ENV = {"deep_sea": {"size": 4}, "random_mdp": {}, "cartpole_swingup": {"max_time": 0.2},
+SMALL_ENV = {"deep_sea": {"size": 4}, "random_mdp": {}, "four_state": {}, "cartpole_swingup": {"max_time": 0.2},
              "gym": {"id": "MountainCar-v0", "max_episode_steps": 5}, "bsuite": {"id": "deep_sea/0"}}
 EXTRA = {"gym": "gymnasium", "bsuite": "bsuite"}     # environment kinds of the optional extras
 SMALL_NET = {"K": 2, "hidden1": 8, "hidden2": 8, "batch_size": 4, "min_replay": 4, "buffer_size": 100}

@@ -7,8 +7,10 @@ import pytest
 from cli_helpers import CONFIGS, assert_png
 from click.testing import CliRunner
 
+from rvfx.agents.tabular.uncertainty import UncertaintyParams, grlsvi_q_samples
 from rvfx.cli import main
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
+from rvfx.envs.four_state import DOWN, UP, FourStateExample, FourStateParams
 from rvfx.experiment.spec import load_spec
 from rvfx.figures import FIGURES, beta_vs_normal, illustrations, regret_bound
 from rvfx.figures.common import plt
@@ -44,18 +46,27 @@ def test_normal_is_stochastically_optimistic_over_the_beta():
 
 # ------------------------------------------------------------------------------ Fig. 2
 
+N_BIG = UncertaintyParams().n_big
+
+
+def q_samples(H: int, samples: int, seed: int, v: float = 1.0, shared_noise: bool = True) -> np.ndarray:
+    env = FourStateExample(FourStateParams(horizon=H), np.random.default_rng(0))
+    params = UncertaintyParams(v=v, samples=samples, shared_noise=shared_noise)
+    return grlsvi_q_samples(env.P, env.R, H, params, np.random.default_rng(seed))
+
+
 def test_grlsvi_uncertainty_starts_at_4_down_with_variance_v_and_propagates_leftward():
     H, v, n = 5, 2.0, 20000
-    q = illustrations.grlsvi_q_samples(H=H, v=v, samples=n, seed=1)
+    q = q_samples(H=H, v=v, samples=n, seed=1)
     var = q.var(axis=0)                                       # (H, S, A)
-    s4, down = 3, illustrations.DOWN
+    s4, down = 3, DOWN
     # h = 1: only (4, down) is uncertain, with variance v (one observation, lambda = inf)
     assert abs(var[0, s4, down] - v) < 4 * v * math.sqrt(2 / (n - 1))
     others = np.ones((4, 2), bool)
     others[s4, down] = False
-    assert np.all(var[0][others] < 10 * v / illustrations.N_BIG)
+    assert np.all(var[0][others] < 10 * v / N_BIG)
     # Var[Q_h(s, a)] is non-negligible exactly where state 4 is reachable within h - 1 steps
-    P, _ = illustrations.four_state_example()
+    P = FourStateExample(FourStateParams(horizon=H), np.random.default_rng(0)).P
     reach = np.zeros((4, 2), bool)
     reach[s4, down] = True
     for h in range(H):
@@ -63,9 +74,9 @@ def test_grlsvi_uncertainty_starts_at_4_down_with_variance_v_and_propagates_left
             can_reach_state4_pair = reach.any(axis=1)         # states with an uncertain pair
             reach = reach | (P[..., can_reach_state4_pair].sum(axis=-1) > 0)
         assert np.all(var[h][reach] > 1e-3 * v), h
-        assert np.all(var[h][~reach] < 10 * v / illustrations.N_BIG), h
+        assert np.all(var[h][~reach] < 10 * v / N_BIG), h
     # h = 2: (4, up) and (3, down) are uncertain, less than (4, down)
-    assert 0 < var[1, s4, illustrations.UP] < var[1, s4, down]
+    assert 0 < var[1, s4, UP] < var[1, s4, down]
     assert 0 < var[1, 2, down] < var[1, s4, down]
     # uncertainty grows with the horizon at the uncertain pair
     assert np.all(np.diff(var[:, s4, down]) > 0)
@@ -74,10 +85,32 @@ def test_grlsvi_uncertainty_starts_at_4_down_with_variance_v_and_propagates_left
 def test_grlsvi_shared_noise_is_what_the_paper_describes():
     """Same z across iterations: the variance at (4, down) compounds; fresh z per h does too, but
     the two are different algorithms and give different samples."""
-    a = illustrations.grlsvi_q_samples(H=3, samples=2000, seed=0, shared_noise=True)
-    b = illustrations.grlsvi_q_samples(H=3, samples=2000, seed=0, shared_noise=False)
+    a = q_samples(H=3, samples=2000, seed=0, shared_noise=True)
+    b = q_samples(H=3, samples=2000, seed=0, shared_noise=False)
     np.testing.assert_array_equal(a[:, 0], b[:, 0])            # same first iteration
     assert not np.array_equal(a[:, 2], b[:, 2])
+
+
+def test_fig2_is_an_experiment_whose_table_holds_each_runs_sample_variances(tmp_path):
+    """rlsvi_uncertainty runs as a spec: per run one row per (h, s, a) with the sample variance of
+    its samples; at h = 1 only (4, down) is uncertain, with variance v: the mean over 20 seeds of
+    1,000 samples each is within 4 s.e. (sd of a sample variance: v sqrt(2 / (n - 1)))."""
+    results = tmp_path / "results"
+    runner = CliRunner()
+    assert runner.invoke(main, ["run", str(CONFIGS / "rlsvi_uncertainty.yaml"), "--out", str(results)]).exit_code == 0
+    table = pd.read_csv(results / "rlsvi_uncertainty" / "q_variance.csv")
+    runs = load_spec(str(CONFIGS / "rlsvi_uncertainty.yaml")).runs
+    H, seeds, n = runs[0].env_params["horizon"], len(runs), runs[0].agent_params["samples"]
+    assert len(table) == seeds * H * 4 * 2 and table["run_id"].nunique() == seeds
+    first = table[table["h"] == 1]
+    uncertain = first[first["pair"] == "(4, down)"]["variance"]
+    assert abs(uncertain.mean() - 1.0) < 4 * math.sqrt(2 / (n - 1)) / math.sqrt(seeds)
+    assert first[first["pair"] != "(4, down)"]["variance"].max() < 10 / N_BIG
+    res = runner.invoke(main, ["plot", "rlsvi_uncertainty", "--results", str(results), "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert_png(tmp_path / "rlsvi_uncertainty.png")
+    summary = pd.read_csv(tmp_path / "rlsvi_uncertainty.csv")
+    assert (summary["seeds"] == seeds).all() and len(summary) == H * 4 * 2
 
 
 # ------------------------------------------------------------------------------ Fig. 1
@@ -93,7 +126,7 @@ def test_deep_sea_diagram_is_read_from_the_environment():
 
 
 def test_analytic_figures_render(tmp_path):
-    illustrations_files = ["illustrations_deep_sea", "illustrations_rlsvi_uncertainty", "illustrations_ensemble"]
+    illustrations_files = ["illustrations_deep_sea", "illustrations_ensemble"]
     for fig_id, names in (("illustrations", illustrations_files), ("beta_vs_normal", ["beta_vs_normal"])):
         assert FIGURES[fig_id].experiments == ()
         paths = FIGURES[fig_id].draw(tmp_path / "no-results", tmp_path)

@@ -40,7 +40,8 @@ def report(tmp_path_factory) -> Path:
     results, figs = root / "results", root / "figs"
     assert invoke("run", CONFIGS / "deepsea_tabular.yaml", "--out", results, "--set", "seeds=2",
                   "--set", "episodes=200", "--set", "env.size=5").exit_code == 0
-    for fig in ("deepsea_tabular", "illustrations", "beta_vs_normal"):
+    assert invoke("run", CONFIGS / "rlsvi_uncertainty.yaml", "--out", results).exit_code == 0
+    for fig in ("deepsea_tabular", "rlsvi_uncertainty", "beta_vs_normal"):
         assert invoke("plot", fig, "--results", results, "--out", figs).exit_code == 0
     assert invoke("report", "--results", results, "--out", figs).exit_code == 0
     return figs / "report.html"

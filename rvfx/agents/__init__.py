@@ -14,9 +14,11 @@ from rvfx.agents.tabular.optimism import OptimismParams, OptimismProbe
 from rvfx.agents.tabular.psrl import PSRL, PSRLParams
 from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.agents.tabular.ucrl2 import UCRL2, UCRL2Params
+from rvfx.agents.tabular.uncertainty import UncertaintyParams, UncertaintyProbe
 from rvfx.core.protocols import Layered, LinearFeatures, OwnNetworkInput, VectorObservations
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp
 from rvfx.envs.deep_sea import DeepSea
+from rvfx.envs.four_state import FourStateExample
 from rvfx.envs.random_mdp import RandomMDP
 
 
@@ -33,6 +35,8 @@ AGENTS = {
     "psrl": AgentEntry(lambda p, env, rng: PSRL(env.shape, rng, p), PSRLParams, Layered),
     "ucrl2": AgentEntry(lambda p, env, rng: UCRL2(env.shape, rng, p), UCRL2Params, Layered),
     "grlsvi_optimism": AgentEntry(lambda p, env, rng: OptimismProbe(env, rng, p), OptimismParams, RandomMDP),
+    "grlsvi_uncertainty": AgentEntry(lambda p, env, rng: UncertaintyProbe(env, rng, p), UncertaintyParams,
+                                     FourStateExample),
     "deepsea_optimal": AgentEntry(exploration.make_optimal, exploration.DeepSeaKnownParams, DeepSea),
     "deepsea_exploitation": AgentEntry(exploration.make_pure_exploitation, exploration.DeepSeaKnownParams, DeepSea),
     "deepsea_myopic": AgentEntry(exploration.make_myopic, exploration.MyopicParams, DeepSea),

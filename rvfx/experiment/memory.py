@@ -28,7 +28,8 @@ BYTES_PER_TRANSITION = 64   # bootstrap TransitionStore: 24-byte rows, doubled w
 BYTES_PER_ROW = 900         # a logged episode: live's dict, then the shard's row with identity columns
 CSV_ROW_BYTES = 400         # a logged episode in the shard's episodes.csv, identity columns included
 PROCESS_BYTES = 200 * 2**20  # Python with numpy, scipy and pandas imported, before a run allocates
-SIZE_KEYS = {"deep_sea": "env.size", "random_mdp": "env.states", "cartpole_swingup": "env.max_time"}
+SIZE_KEYS = {"deep_sea": "env.size", "random_mdp": "env.states", "cartpole_swingup": "env.max_time",
+             "four_state": "env.horizon"}
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ def sizes(algorithm: str, agent, env: str, env_params) -> dict | None:
     elif env == "random_mdp":
         out = {"H": env_params.horizon, "S": env_params.states, "A": env_params.actions,
                "steps": env_params.horizon, "inputs": 0, "keys": 0}
+    elif env == "four_state":
+        out = {"H": env_params.horizon, "S": 4, "A": 2, "steps": env_params.horizon, "inputs": 0, "keys": 0}
     elif env == "cartpole_swingup":
         from rvfx.envs.cartpole.dynamics import OBSERVATION_SIZES, last_time_index
         ratio = env_params.max_time / env_params.dt          # beyond 2**53 steps: their count, roughly
@@ -70,7 +73,9 @@ def sizes(algorithm: str, agent, env: str, env_params) -> dict | None:
 def environments_for(algorithm: str, agent) -> tuple[str, ...] | None:
     """The paper's environments `algorithm` (with these parameters) can run on; None if any."""
     if algorithm in TABULAR:
-        return ("deep_sea", "random_mdp")
+        return ("deep_sea", "random_mdp", "four_state")
+    if algorithm == "grlsvi_uncertainty":
+        return ("four_state",)
     if algorithm in DEEP_SEA_KNOWN + LINEAR:
         return ("deep_sea",)
     if algorithm in NEURAL:
@@ -105,6 +110,9 @@ def peak_parts(algorithm: str, agent, env: str, env_params, episodes: int, log: 
         parts.append(Part("Gram matrices (N, M, M)", 8 * 2 * H * z["M"] ** 2, "agent.M"))
     elif algorithm in NEURAL:
         parts += _network_parts(agent, z, size_key)
+    elif algorithm == "grlsvi_uncertainty":          # Q of every layer, the noise, the transposed copy
+        parts.append(Part(f"{agent.samples:,} samples of Q (H×S×A each)", 8 * 3 * agent.samples * H * S * A,
+                          "agent.samples"))
     if algorithm in BOOTSTRAP:
         transitions = episodes * z["steps"]
         parts.append(Part(f"{transitions:,} stored transitions (bootstrap)", BYTES_PER_TRANSITION * transitions,
@@ -183,6 +191,8 @@ def cpu_seconds(algorithm: str, agent, env: str, env_params, episodes: int) -> f
         member = 6.8e-5 * agent.batch_size / 128 * flops / 2700
         per_step += 1.5e-4 + agent.sgd_steps_per_step / agent.sgd_period * (1e-4 + agent.K * member)
     seconds = episodes * (z["steps"] * per_step + per_episode)
+    if algorithm == "grlsvi_uncertainty":
+        seconds += 1e-8 * agent.samples * z["H"] * z["S"] ** 2 * z["A"]
     if algorithm in BOOTSTRAP:
         seconds += 5e-8 * z["steps"] * episodes * (episodes + 1) / 2
     return seconds

@@ -67,8 +67,10 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
            "Table 1: learning time (eq. 7.1) on deep sea vs N per exploration method, log scale, "
            "with 2^N and N reference lines; censored runs as open triangles at their cap"),
     Figure("illustrations", (), "rvfx.figures.illustrations", "draw",
-           "Figs. 1-3: deep-sea diagram of an instance; variance of learn_grlsvi samples of "
-           "Q_h(s,a) on the 4-state example (computed); single vs ensemble value learning"),
+           "Figs. 1 and 3: deep-sea diagram of an instance; single vs ensemble value learning"),
+    Figure("rlsvi_uncertainty", ("rlsvi_uncertainty",), "rvfx.figures.illustrations", "fig_rlsvi_uncertainty",
+           "Fig. 2: variance of learn_grlsvi samples of Q_h(s,a) on the 4-state example with one "
+           "observation of (4, down), mean over seeds"),
     Figure("regret_bound", ("regret_bound",), "rvfx.figures.regret_bound", "draw",
            "Thm. 1: empirical Bayesian regret of tabular RLSVI (v=3H^2, theta-bar=H, "
            "v/lambda=beta) on Dirichlet-prior MDPs, mean and 95% CI over sampled MDPs, vs eqs. 6.1 "

@@ -3,14 +3,13 @@
 - Fig. 1 draws a `DeepSea` instance from the environment object itself: which action index
   means "right" in each cell, the cells where "right" is charged, start, chest and the
   optimal path, all read from the instance.
-- Fig. 2 is computed, not drawn by hand: the variance of samples Q_h(s, a) of
-  `learn_grlsvi` (tabular, lambda = infinity, the same noise z across the iterations, as in
-  Section 5.2.2) on the paper's 4-state example, with one observation of (4, down) and
-  `N_BIG` of every other pair, shown as one shaded triangle per (s, h, a).
+- Fig. 2 (figure `rlsvi_uncertainty`) draws the experiment rlsvi_uncertainty: the variance of
+  samples Q_h(s, a) of `learn_grlsvi` on the paper's 4-state example (rvfx/agents/tabular/
+  uncertainty.py), averaged over seeds, as one shaded triangle per (s, h, a).
 - Fig. 3 is the block diagram of learning one value function vs K in parallel
   (`learn_lsvi` vs `learn_ensemble_rlsvi`).
 
-All three are cheap and register with no experiment.
+Figs. 1 and 3 compute nothing and register with no experiment (figure `illustrations`).
 """
 from __future__ import annotations
 
@@ -18,9 +17,11 @@ import numpy as np
 from matplotlib import colors
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Polygon, Rectangle
 
-from rvfx.core.backward_induction import backward_induction
+from rvfx.analysis.stats import mean_sem
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.figures.common import plt, save
+from rvfx.envs.four_state import DOWN, UP
+from rvfx.experiment.results import load_table
+from rvfx.figures.common import agent_params, plt, save, write_table
 
 # ----------------------------------------------------------------------------- Fig. 1
 
@@ -58,59 +59,6 @@ def draw_deep_sea(ax, env: DeepSea) -> None:
 
 
 # ----------------------------------------------------------------------------- Fig. 2
-
-UP, DOWN = 0, 1
-N_BIG = 10 ** 6           # "virtually infinite" observations of every pair but (4, down)
-
-
-def four_state_example(stay: float = 0.2):
-    """The 4-state, 2-action MDP of Section 5.2.2 (states 1..4 stored as 0..3).
-
-    The paper gives only its shape; we fix: "down" moves to s+1 (clipped at 4) and "up" to
-    s-1 (clipped at 1) with probability 1 - `stay`, and otherwise the state stays, so only
-    (4, up), (3, down) and (4, down) itself can reach state 4, as in the paper's text.
-    Rewards are 0 (the figure is about uncertainty, not value).
-    Returns P (S, A, S) and mean rewards R (S, A).
-    """
-    S = 4
-    P = np.zeros((S, 2, S))
-    for s in range(S):
-        P[s, UP, max(s - 1, 0)] += 1 - stay
-        P[s, DOWN, min(s + 1, S - 1)] += 1 - stay
-        P[s, :, s] += stay
-    return P, np.zeros((S, 2))
-
-
-def grlsvi_q_samples(H: int = 6, v: float = 1.0, samples: int = 20000, seed: int = 0,
-                     shared_noise: bool = True) -> np.ndarray:
-    """Samples of Q_h(s, a), h = 1..H, from tabular `learn_grlsvi` with lambda = infinity.
-
-    Q_{h+1}(s, a) = mean over the n(s, a) observations of (r + max_a' Q_h(s', a') + z): for the
-    N_BIG-observed pairs the empirical distribution equals P and the mean noise is
-    N(0, v / N_BIG); (4, down) has one observation (r = 0, s' = 4) and noise N(0, v).
-    `shared_noise`: the same z in every iteration (Algorithm 4); False redraws it per h.
-    Returns an array (samples, H, S, A); index h-1 holds Q_h.
-    """
-    P, R = four_state_example()
-    S, A = R.shape
-    rng = np.random.default_rng(seed)
-    n = np.full((S, A), float(N_BIG))
-    n[3, DOWN] = 1.0
-    exact = n > 1                                    # empirical distribution = P exactly
-    obs_next = np.zeros((S, A, S))
-    obs_next[3, DOWN, 3] = 1.0                       # the one observed transition: 4 -> 4
-    P_hat = np.where(exact[..., None], P, obs_next)
-    sd = np.sqrt(v / n)
-    noise = [rng.standard_normal((samples, S, A)) * sd]
-
-    def backup(layer, v_next):                       # layer H-1 is computed first: it holds Q_1
-        if not shared_noise and layer < H - 1:
-            noise.append(rng.standard_normal((samples, S, A)) * sd)
-        return R + np.einsum("sat,kt->ksa", P_hat, v_next) + noise[-1]
-
-    q = backward_induction(backup, H, np.zeros((samples, S)))
-    return np.ascontiguousarray(q[::-1].transpose(1, 0, 2, 3))
-
 
 def draw_uncertainty(ax, var: np.ndarray, norm, cmap) -> None:
     """One square per (s, h), split into an 'up' (upper-left) and a 'down' (lower-right) triangle."""
@@ -182,7 +130,34 @@ def draw_ensemble(ax) -> None:
 
 # ----------------------------------------------------------------------------- register
 
+def fig_rlsvi_uncertainty(results, out):
+    """Fig. 2 from the experiment rlsvi_uncertainty: mean over seeds of each run's sample variance."""
+    exp = "rlsvi_uncertainty"
+    table = load_table(results, exp, "q_variance")
+    summary = mean_sem(table, ["h", "state", "action", "pair"], "variance").sort_values(["h", "state", "action"])
+    H, S = int(summary["h"].max()), int(summary["state"].max())
+    var = np.zeros((H, S, 2))
+    for row in summary.itertuples(index=False):
+        var[row.h - 1, row.state - 1, UP if row.action == "up" else DOWN] = row.mean
+    agent = agent_params(results, exp, str(table["agent"].iloc[0]))
+    cmap = plt.get_cmap("Blues")
+    norm = colors.LogNorm(vmin=1e-3 * agent.v, vmax=var.max())
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    draw_uncertainty(ax, var, norm, cmap)
+    fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, shrink=0.8,
+                 label=r"Var$[Q_h(s,a)]$ of learn_grlsvi samples")
+    seeds = table["seed"].nunique()
+    ax.set_title(f"Fig. 2: uncertainty propagates leftward from (4, down) (1 observation; others "
+                 f"{agent.n_big:.0e});\nupper-left triangle = up, lower-right = down; v={agent.v:g}, "
+                 f"lambda=inf; mean over {seeds} seeds of {agent.samples} samples each", fontsize=8)
+    tab = summary[["h", "state", "action", "pair", "count", "mean", "sem"]].rename(
+        columns={"count": "seeds", "mean": "variance", "sem": "variance_se"})
+    tab[["variance", "variance_se"]] = tab[["variance", "variance_se"]].map(lambda x: float(f"{x:.4g}"))
+    return save(fig, out, "rlsvi_uncertainty") + write_table(tab, out, "rlsvi_uncertainty")
+
+
 def draw(results, out):
+    """Figs. 1 and 3."""
     paths = []
     env = DeepSea(DeepSeaParams(size=8), np.random.default_rng(0))
     fig, ax = plt.subplots(figsize=(5, 5))
@@ -190,20 +165,6 @@ def draw(results, out):
     ax.set_title(f"Fig. 1: deep sea N={env.size} (seed 0). R=a: action a means 'right';\n"
                  f"red cells charge {env.move_cost:.4f} for 'right'; line: optimal path", fontsize=8)
     paths += save(fig, out, "illustrations_deep_sea")
-
-    H, v = 6, 1.0
-    q = grlsvi_q_samples(H=H, v=v)
-    var = q.var(axis=0)
-    cmap = plt.get_cmap("Blues")
-    norm = colors.LogNorm(vmin=1e-3 * v, vmax=var.max())
-    fig, ax = plt.subplots(figsize=(7, 3.8))
-    draw_uncertainty(ax, var, norm, cmap)
-    fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, shrink=0.8,
-                 label=r"Var$[Q_h(s,a)]$ of learn_grlsvi samples")
-    ax.set_title(f"Fig. 2: uncertainty propagates leftward from (4, down) (1 observation; others {N_BIG:.0e});\n"
-                 f"upper-left triangle = up, lower-right = down; v={v:g}, lambda=inf, {q.shape[0]} samples",
-                 fontsize=8)
-    paths += save(fig, out, "illustrations_rlsvi_uncertainty")
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     draw_single(axes[0])
