@@ -1,6 +1,9 @@
-# rvfx: `make reproduce` runs every spec at SCALE, draws every figure and tests the paper's claims
-# (report.md, report.html; verdicts, never a failure); `make test` runs the linters (`make lint`:
-# ruff, and import-linter's layer contracts) and the tests.
+# rvfx: `make reproduce` runs every spec at SCALE, draws every figure, exports the per-run tables
+# the claims read beside the figures (FIGS/<experiment>/) and tests the paper's claims on them
+# (report.md, report.html; verdicts, never a failure); with FIGS=figures/paper it also fills the
+# README's report blocks. `make check-paper` checks the committed paper report and README blocks
+# against the committed paper tables. `make test` runs the linters (`make lint`: ruff, and
+# import-linter's layer contracts) and the tests.
 SCALE ?= ci
 JOBS ?= 2
 OUT ?= results
@@ -10,7 +13,10 @@ VENV := .venv
 RVFX := $(VENV)/bin/rvfx
 SPECS := $(sort $(wildcard configs/*.yaml))
 
-.PHONY: install reproduce run plot report lint test bench clean
+PAPER := figures/paper
+README_BLOCKS := $(if $(filter $(PAPER) $(PAPER)/,$(FIGS)),--readme README.md)
+
+.PHONY: install reproduce run plot export report check-paper lint test bench clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,10 +32,16 @@ run: install
 plot: install
 	$(RVFX) plot --results $(OUT) --out $(FIGS)
 
-report: install
-	$(RVFX) report --results $(OUT) --out $(FIGS)
+export: install
+	$(RVFX) export --results $(OUT) --out $(FIGS)
 
-reproduce: run plot report
+report: install
+	$(RVFX) report --results $(FIGS) --out $(FIGS) $(README_BLOCKS)
+
+check-paper: install
+	$(RVFX) report --results $(PAPER) --out $(PAPER) --readme README.md --check
+
+reproduce: run plot export report
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -43,3 +55,4 @@ bench: install
 
 clean:
 	rm -rf $(OUT)/*/ $(FIGS)/*.png $(FIGS)/*.pdf $(FIGS)/*.csv $(FIGS)/*.md $(FIGS)/*.html
+	find $(FIGS) -mindepth 1 -maxdepth 1 -type d ! -name paper -exec rm -rf {} +

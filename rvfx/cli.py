@@ -160,14 +160,24 @@ def plot(figures, results_dir, out, spec_path):
         _draw(figures, view, out)
 
 
-def _draw(figures, results_dir, out):
-    """Draw each figure from RESULTS_DIR/<its experiments>; exit 2 on a damaged table, 1 on missing ones."""
+def _unreadable_tables() -> tuple:
+    """The errors of reading a damaged result table or spec.yaml."""
     import pandas as pd
     import yaml
 
-    from rvfx.experiment.results import DamagedTable, missing_runs
+    from rvfx.experiment.results import DamagedTable
+    return pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, yaml.YAMLError, DamagedTable
+
+
+def _experiments_in(results_dir) -> list[str]:
+    return sorted(p.name for p in Path(results_dir).glob("*") if p.is_dir())
+
+
+def _draw(figures, results_dir, out):
+    """Draw each figure from RESULTS_DIR/<its experiments>; exit 2 on a damaged table, 1 on missing ones."""
+    from rvfx.experiment.results import missing_runs
     from rvfx.figures import FIGURES
-    unreadable = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, yaml.YAMLError, DamagedTable)
+    unreadable = _unreadable_tables()
     missing, damaged = [], []
     for fig_id in figures or FIGURES:
         fig = FIGURES[fig_id]
@@ -283,8 +293,9 @@ def report(results_dir, out, claims_path, readme, strict, check):
             click.echo("report: " + ", ".join(str(p) for p in rep.write_files(registry, outcomes, Path(out),
                                                                                 readme_path)))
     except rep.RegistryError as err:
-        click.echo(f"error: {err}", err=True)
-        sys.exit(2)
+        _fail(str(err), 2)
+    except _unreadable_tables() as err:
+        _fail(_unreadable(results_dir, _experiments_in(results_dir), err), 2)
     for line in problems:
         click.echo(line, err=True)
     click.echo(rep.summary_line(outcomes))
@@ -293,6 +304,25 @@ def report(results_dir, out, claims_path, readme, strict, check):
         click.echo(f"  {o.claim['id']}: {o.verdict}" + (f" ({o.problem})" if o.problem else ""), err=True)
     if problems or failing:
         sys.exit(1)
+
+
+@main.command()
+@click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), required=True,
+              help="a folder laid out as a results folder, e.g. figures/paper (committed)")
+@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default="claims.yaml", show_default=True)
+def export(results_dir, out, claims_path):
+    """Copy the per-run tables the claims read (runs.csv and small per-run tables, none per episode)
+    from RESULTS into OUT, so that `rvfx report --results OUT` recomputes every verdict on a clone."""
+    from rvfx import report as rep
+    try:
+        registry = rep.load_registry(claims_path)
+        written = rep.export(registry, Path(results_dir), Path(out))
+    except rep.RegistryError as err:
+        _fail(str(err), 2)
+    except _unreadable_tables() as err:
+        _fail(_unreadable(results_dir, _experiments_in(results_dir), err), 2)
+    click.echo(f"export: {len(written)} experiment(s) -> {out}" + "".join(f"\n  {p}" for p in written))
 
 
 @main.command("list")

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import html
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ import pandas as pd
 import yaml
 
 from rvfx.analysis.stats import bootstrap_ci, censored_median, clopper_pearson, fit_exponential, fit_loglog
-from rvfx.experiment.results import load_spec_value, load_table, missing_runs, write_atomic_text
+from rvfx.experiment.results import TABLES, experiment_dir, load_spec_value, load_table, missing_runs, write_atomic_text
 from rvfx.figures import FIGURES
 from rvfx.figures.common import learning_times
 
@@ -73,10 +75,16 @@ def _final_returns(results: Path, experiment: str) -> pd.DataFrame:
 
 
 def _regret_over_bounds(results: Path, experiment: str) -> pd.DataFrame:
-    """Theorem 1: each run's cumulative regret at each logged L over eqs. 6.1 and 6.2 (whose mean over
-    runs, the Bayesian regret over the bound, must stay <= 1)."""
+    """Theorem 1: each run's cumulative regret over eqs. 6.1 and 6.2 (whose mean over runs, the
+    Bayesian regret over the bound, must stay <= 1) at two L per decade of the theorem's "for all
+    L" (the first logged episode at or after 1, sqrt 10, 10, ...) and the last, so that the table
+    stays small enough to commit at paper scale (`export`)."""
     from rvfx.figures.regret_bound import ENV_KEYS, first_bound, second_bound
     eps = load_table(results, experiment, "episodes")
+    logged = np.sort(eps["episode"].unique())
+    targets = 10.0 ** (np.arange(np.floor(2 * np.log10(logged[-1])) + 1) / 2)
+    kept = set(logged[np.searchsorted(logged, targets)].tolist())
+    eps = eps[eps["episode"].isin(kept) | (eps["episode"] == eps.groupby("run_id")["episode"].transform("max"))]
     parts = []
     for shape, g in eps.groupby(ENV_KEYS, sort=False):       # (H, |X|, |A|, beta) per environment
         shape = [float(v) for v in shape]
@@ -105,13 +113,56 @@ def claim_table(claim: dict, results: Path) -> pd.DataFrame:
     if "experiment" not in claim:
         return COMPUTED[name]()
     exp = claim["experiment"]
-    df = DERIVED[name](results, exp) if name in DERIVED else load_table(results, exp, name)
+    df = experiment_table(results, exp, name)
     env = load_spec_value(results, exp, ("env",)) or {}
     df = df.assign(**{f"env.{k}": v for k, v in env.items()
                       if k != "name" and f"env.{k}" not in df and not isinstance(v, (dict, list))})
     if "learnt" not in df and "censored" in df and df["censored"].dtype == bool:
         df = df.assign(learnt=~df["censored"])
     return df
+
+
+def experiment_table(results: Path, experiment: str, name: str) -> pd.DataFrame:
+    """A table of the experiment as written (collected, or exported), else derived (DERIVED) from
+    its per-episode table."""
+    if name in DERIVED and not (experiment_dir(results, experiment) / f"{name}.csv").exists():
+        return DERIVED[name](results, experiment)
+    return load_table(results, experiment, name)
+
+
+def export(registry: dict, results: Path, out: Path) -> list[Path]:
+    """Copy what the claims read from `results` into `out`, laid out as a results folder, so that
+    `rvfx report --results OUT` recomputes every verdict without the per-episode tables: per
+    experiment a claim names, runs.csv and each claim table (DERIVED ones written out), then
+    failures.csv, spec.yaml and provenance.json as collected, and tables.json with the sha256 of
+    each table written. Experiments without collected tables in `results` are left as they are."""
+    needs: dict[str, set] = {}
+    for claim in registry["claims"]:
+        if "experiment" in claim:
+            needs.setdefault(claim["experiment"], {"runs"}).add(claim.get("table", "runs"))
+    written = []
+    for exp, names in sorted(needs.items()):
+        src, dst = experiment_dir(results, exp), experiment_dir(out, exp)
+        if not (src / "runs.csv").exists():
+            continue
+        dst.mkdir(parents=True, exist_ok=True)
+        checksums = {}
+        for name in sorted(names):
+            text = experiment_table(results, exp, name).to_csv(index=False, lineterminator="\n")
+            write_atomic_text(dst / f"{name}.csv", text)
+            checksums[f"{name}.csv"] = hashlib.sha256(text.encode()).hexdigest()
+        for extra in ("failures.csv", "spec.yaml", "provenance.json"):
+            if (src / extra).exists():
+                write_atomic_text(dst / extra, (src / extra).read_text(encoding="utf-8"))
+            else:
+                (dst / extra).unlink(missing_ok=True)
+        if (src / "failures.csv").exists():
+            checksums["failures.csv"] = hashlib.sha256((src / "failures.csv").read_bytes()).hexdigest()
+        for stale in set(dst.glob("*.csv")) - {dst / n for n in checksums}:
+            stale.unlink()
+        write_atomic_text(dst / TABLES, json.dumps(checksums, indent=1, sort_keys=True) + "\n")
+        written.append(dst)
+    return written
 
 
 def select(df: pd.DataFrame, where) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from cli_helpers import CONFIGS, invoke
 from click.testing import CliRunner
 
 from rvfx.cli import main
+from rvfx.core.live import log_grid
 from rvfx.figures import FIGURES
 from rvfx.report import (
     README_GROUPS,
@@ -375,3 +376,33 @@ def test_check_catches_a_readme_number_edited_by_hand_and_a_stale_report(tiny, t
     bad = CliRunner().invoke(main, args + ["--check"])
     assert bad.exit_code == 1 and "report.md:" in bad.output and "README" not in bad.output
     assert CliRunner().invoke(main, args).exit_code == 0
+
+
+def test_export_keeps_what_the_claims_read_and_the_report_recomputes_from_it_alone(tiny, tmp_path):
+    """`rvfx export` writes runs.csv and the claims' tables (Theorem 1's derived from its episodes,
+    two L per decade and the last), no per-episode table; the report from the export equals the
+    report from the results, and an exported table edited by hand is refused."""
+    results, exported = tiny / "results", tmp_path / "paper"
+    assert invoke("run", CONFIGS / "regret_bound.yaml", "--out", results, "--set", "seeds=3",
+                  "--set", "episodes=120").exit_code == 0
+    result = invoke("export", "--results", results, "--out", exported)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (exported / "regret_bound").iterdir()) == [
+        "provenance.json", "regret_over_bounds.csv", "runs.csv", "spec.yaml", "tables.json"]
+    assert not list(exported.glob("*/episodes.csv"))
+    assert sorted(p.name for p in exported.iterdir()) == ["deepsea_tabular", "deepsea_tabular_scaling", "regret_bound"]
+    bounds = pd.read_csv(exported / "regret_bound" / "regret_over_bounds.csv")
+    grid = log_grid(120)                                 # the logged episodes
+    expected = sorted({int(grid[grid >= t][0]) for t in (1, 10 ** 0.5, 10, 10 ** 1.5, 100)} | {120})
+    assert sorted(bounds["episode"].unique()) == expected and len(expected) == 6
+    assert len(bounds) == 3 * 6
+    reports = []
+    for source in (results, exported):
+        out = tmp_path / f"report_{source.name}"
+        assert invoke("report", "--results", source, "--out", out).exit_code == 0
+        reports.append((out / "report.md").read_text())
+    assert reports[0] == reports[1]
+    runs = exported / "deepsea_tabular" / "runs.csv"
+    runs.write_text(runs.read_text().replace("\n", "\n\n", 1))
+    bad = invoke("report", "--results", exported, "--out", tmp_path / "bad")
+    assert bad.exit_code != 0 and "deepsea_tabular/runs.csv: damaged" in bad.output
