@@ -23,7 +23,16 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from rvfx.analysis.stats import bootstrap_ci, censored_median, clopper_pearson, fit_exponential, fit_loglog
+from rvfx.analysis.bounds import first_bound, second_bound
+from rvfx.analysis.final_return import LEARNT_RETURN, final_returns
+from rvfx.analysis.stats import (
+    bootstrap_ci,
+    censored_median,
+    clopper_pearson,
+    fit_exponential,
+    fit_loglog,
+    plateau_k,
+)
 from rvfx.experiment.results import TABLES, experiment_dir, load_spec_value, load_table, missing_runs, write_atomic_text
 from rvfx.figures import FIGURES
 from rvfx.figures.common import learning_times
@@ -65,11 +74,7 @@ class Outcome:
 
 def _final_returns(results: Path, experiment: str) -> pd.DataFrame:
     """Figs. 16-17's per-run summary: mean return over the last 10% of episodes, and learnt (>= 100)."""
-    from rvfx.figures.cartpole import LAST_FRACTION, LEARNT_RETURN
-    eps = load_table(results, experiment, "episodes")
-    last = eps.groupby("run_id")["episode"].transform("max")
-    tail_from = last - np.maximum(1, (LAST_FRACTION * last).round()) + 1
-    final = eps[eps["episode"] >= tail_from].groupby("run_id")["return"].mean().rename("final_return")
+    final = final_returns(load_table(results, experiment, "episodes")).rename("final_return")
     runs = load_table(results, experiment, "runs").join(final, on="run_id")
     return runs.assign(learnt=runs["final_return"] >= LEARNT_RETURN)
 
@@ -79,7 +84,7 @@ def _regret_over_bounds(results: Path, experiment: str) -> pd.DataFrame:
     Bayesian regret over the bound, must stay <= 1) at two L per decade of the theorem's "for all
     L" (the first logged episode at or after 1, sqrt 10, 10, ...) and the last, so that the table
     stays small enough to commit at paper scale (`export`)."""
-    from rvfx.figures.regret_bound import ENV_KEYS, first_bound, second_bound
+    from rvfx.figures.regret_bound import ENV_KEYS
     eps = load_table(results, experiment, "episodes")
     logged = np.sort(eps["episode"].unique())
     targets = 10.0 ** (np.arange(np.floor(2 * np.log10(logged[-1])) + 1) / 2)
@@ -270,7 +275,6 @@ def _breakdown(df, p, boot) -> Estimate:
 
 def _plateau(df, p, boot) -> Estimate:
     """log2 of Fig. 14's plateau K: the smallest K whose median learning time is within 1.2x of the best."""
-    from rvfx.figures.deepsea_ensemble import plateau_k
     ks = np.sort(df[p["x"]].unique())
     times = [learning_times(df[df[p["x"]] == k]) for k in ks]
 

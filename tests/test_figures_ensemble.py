@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from cli_helpers import CONFIGS, assert_png, invoke
 
-from rvfx.figures.deepsea_ensemble import plateau_k
+from rvfx.analysis.stats import plateau_k
 
 
 @pytest.mark.parametrize("name", ["deepsea_ensemble", "deepsea_ensemble_scaling"])

@@ -8,11 +8,12 @@ from cli_helpers import CONFIGS, assert_png
 from click.testing import CliRunner
 
 from rvfx.agents.tabular.uncertainty import UncertaintyParams, grlsvi_q_samples
+from rvfx.analysis import bounds
 from rvfx.cli import main
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.four_state import DOWN, UP, FourStateExample, FourStateParams
 from rvfx.experiment.spec import load_spec
-from rvfx.figures import FIGURES, beta_vs_normal, illustrations, regret_bound
+from rvfx.figures import FIGURES, beta_vs_normal, illustrations
 from rvfx.figures.common import plt
 
 # ------------------------------------------------------------------------------ Fig. 18
@@ -190,9 +191,9 @@ def test_bounds_match_the_formulas():
     first = 6 * H ** 2 * math.sqrt(beta * X * A * L * lp(1 + X * A * H * L)) * lp(1 + L / (X * A))
     second = (5 * beta * H ** 3 * X * A * math.sqrt(lp(1 + X * A * H * L)) * lp(1 + L / (X * A))
               + 2 * H ** 2 * math.sqrt(6 * X * A * L * math.log(X * A)))
-    assert regret_bound.first_bound(L, H, X, A, beta) == pytest.approx(first)
-    assert regret_bound.second_bound(L, H, X, A, beta) == pytest.approx(second)
-    assert regret_bound.first_bound(1, 1, 1, 1, 3.0) == pytest.approx(6 * math.sqrt(3))   # both log+ floor at 1
+    assert bounds.first_bound(L, H, X, A, beta) == pytest.approx(first)
+    assert bounds.second_bound(L, H, X, A, beta) == pytest.approx(second)
+    assert bounds.first_bound(1, 1, 1, 1, 3.0) == pytest.approx(6 * math.sqrt(3))   # both log+ floor at 1
 
 
 def test_regret_bound_end_to_end_from_a_tiny_run(tmp_path):
@@ -211,7 +212,7 @@ def test_regret_bound_end_to_end_from_a_tiny_run(tmp_path):
     last = eps[eps["episode"] == 60]["cum_regret"]
     assert table["Bayes regret"].iloc[0] == pytest.approx(last.mean(), abs=0.05)
     ratio = float(table["regret / eq. 6.1"].iloc[0])
-    assert ratio == pytest.approx(last.mean() / regret_bound.first_bound(60, 4, 3, 2, 3.0), rel=1e-2)
+    assert ratio == pytest.approx(last.mean() / bounds.first_bound(60, 4, 3, 2, 3.0), rel=1e-2)
     assert 0 < ratio < 1
 
 

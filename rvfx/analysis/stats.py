@@ -14,6 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+# Fig. 14's plateau: the smallest K whose median learning time is within this factor of the best K's
+# (the paper reads "the marginal benefits seem to plateau around K=20" off its regret curves).
+PLATEAU_TOLERANCE = 1.2
+
 
 def censored_median(times: np.ndarray) -> float:
     """Median with NaN meaning censored (+inf); NaN if the median itself is censored."""
@@ -174,3 +178,16 @@ def fit_exponential(sizes: np.ndarray, times: np.ndarray, n_boot: int = 2000, se
     ln2 = np.log(2.0)
     return SlopeFit(float(fit.slope / ln2), float(fit.lo / ln2), float(fit.hi / ln2), fit.intercept,
                     np.log(fit.sizes_used).tolist(), np.log(fit.sizes_censored).tolist())
+
+
+def plateau_k(ks, medians, tolerance: float = PLATEAU_TOLERANCE):
+    """Smallest K with median learning time <= tolerance x the smallest median over all K (censored = inf);
+    None when every median is censored."""
+    med = np.where(np.isnan(np.asarray(medians, float)), np.inf, np.asarray(medians, float))
+    if not np.isfinite(med).any():
+        return None
+    best = med.min()
+    for k, m in sorted(zip(ks, med)):
+        if m <= tolerance * best:
+            return k
+    return None  # pragma: no cover - the best K always qualifies

@@ -6,7 +6,7 @@ Reaching it is not learning it: a pilot's exploring agent passed through the rew
 scattered episodes (under 10 rewarded steps an episode on average) without ever learning a
 swing-up, while an agent that balances collects hundreds. A run "learnt" the swing-up if its
 mean return over the last 10% of episodes is at least LEARNT_RETURN = 100 (one second upright
-per episode), an order of magnitude from both. What the final policy does is read from one
+per episode), an order of magnitude from both (rvfx.analysis.final_return). What the final policy does is read from one
 greedy episode per run (trajectory.csv): whether it swings the pole up, and whether it is rewarded.
 """
 from __future__ import annotations
@@ -14,14 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rvfx.analysis.final_return import LEARNT_RETURN, final_returns, final_window_start
 from rvfx.analysis.stats import mean_sem_all
 from rvfx.envs.cartpole.draw import draw_cartpole
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams, upright
 from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.figures.common import agent_params, band, env_params, plt, save, write_table
-
-LAST_FRACTION = 0.1            # "final performance" = the last 10% of episodes
-LEARNT_RETURN = 100.0          # mean final return that counts as a learnt swing-up (see above)
 
 
 def reached(eps: pd.DataFrame) -> pd.Series:
@@ -105,13 +103,13 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
     for label, g in _groups(results, experiment, eps):
         g = g.assign(_reached=reached(g))
         last_ep = int(g["episode"].max())
-        tail_from = last_ep - max(1, int(round(LAST_FRACTION * last_ep))) + 1
+        tail_from = final_window_start(last_ep)
         per_run = g.groupby("run_id", sort=False)
         ever = per_run["_reached"].any()
         first = g[g["_reached"]].groupby("run_id")["episode"].min()
         tail = g[g["episode"] >= tail_from]
         tail_reached = tail.groupby("run_id")["_reached"].any().reindex(ever.index, fill_value=False)
-        tail_mean = tail.groupby("run_id")["return"].mean()
+        tail_mean = final_returns(g)
         m = mean_sem_all(tail_mean.to_frame(), "return") if len(tail_mean) else None
         n = len(ever)
         learnt = tail_mean >= LEARNT_RETURN
@@ -196,9 +194,9 @@ def pick_run(eps: pd.DataFrame, agent: str = RENDER_AGENT, among=None, rollouts=
         eps = eps[eps["agent"] == agent]
     else:
         eps = eps[eps["agent"] == eps["agent"].iloc[0]]
-    last = int(eps["episode"].max())
-    tail = eps[eps["episode"] > last - max(1, int(round(LAST_FRACTION * last)))]
-    score = tail.groupby(["run_id", "seed"])["return"].mean().reset_index()
+    seeds = eps.groupby("run_id", sort=False)["seed"].first()
+    score = pd.DataFrame({"run_id": seeds.index, "seed": seeds.to_numpy(),
+                          "return": final_returns(eps).reindex(seeds.index).to_numpy()})
     keys = ["return", "seed"]
     if rollouts is not None:
         score = score.join(rollouts[["rewarded_steps", "up_steps"]], on="run_id")

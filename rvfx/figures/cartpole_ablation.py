@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rvfx.analysis.final_return import LEARNT_RETURN, final_returns
 from rvfx.analysis.stats import factorial_effects, mean_sem
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.figures.cartpole import LAST_FRACTION, LEARNT_RETURN, reached
+from rvfx.figures.cartpole import reached
 from rvfx.figures.common import plt, save, write_table
 
 EXPERIMENT = "cartpole_ablation"
@@ -33,12 +34,10 @@ def per_run(results, experiment: str) -> pd.DataFrame:
     """One row per run: its cell (agent), factor values, and the responses."""
     factors, controls, agents = design(results, experiment)
     eps = load_table(results, experiment, "episodes")
-    last = int(eps["episode"].max())
-    tail_from = last - max(1, int(round(LAST_FRACTION * last))) + 1
     by = eps.assign(_reached=reached(eps)).groupby("run_id", sort=False)
     runs = by.agg(agent=("agent", "first"), algorithm=("algorithm", "first"), seed=("seed", "first"),
                   rewarded_episodes=("_reached", "sum"))
-    runs["final_return"] = eps[eps["episode"] >= tail_from].groupby("run_id")["return"].mean()
+    runs["final_return"] = final_returns(eps)
     runs["learnt"] = runs["final_return"] >= LEARNT_RETURN
     diag = load_table(results, experiment, "diagnostics")
     over = diag[diag["metric"] == "overestimation"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.analysis.stats import mean_sem_all, median_ci
+from rvfx.analysis.stats import mean_sem_all, median_ci, plateau_k
 from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.figures.common import (
     agent_params,
@@ -17,23 +17,7 @@ from rvfx.figures.common import (
     write_table,
 )
 
-# Fig. 14's plateau: the smallest K whose median learning time is within this factor of the best K's
-# (the paper reads "the marginal benefits seem to plateau around K=20" off its regret curves).
-PLATEAU_TOLERANCE = 1.2
 INPUTS = {"pixels": "one-hot pixels", "linear_basis": "linear basis input"}
-
-
-def plateau_k(ks, medians, tolerance: float = PLATEAU_TOLERANCE):
-    """Smallest K with median learning time <= tolerance x the smallest median over all K (censored = inf);
-    None when every median is censored."""
-    med = np.where(np.isnan(np.asarray(medians, float)), np.inf, np.asarray(medians, float))
-    if not np.isfinite(med).any():
-        return None
-    best = med.min()
-    for k, m in sorted(zip(ks, med)):
-        if m <= tolerance * best:
-            return k
-    return None  # pragma: no cover - the best K always qualifies
 
 
 def _fmt(x: float) -> str:

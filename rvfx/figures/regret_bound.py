@@ -18,34 +18,16 @@ eq. "optimism in expectation"):
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
+from rvfx.analysis.bounds import first_bound, second_bound
 from rvfx.analysis.stats import mean_sem
 from rvfx.core.live import log_grid
 from rvfx.experiment.results import load_table
 from rvfx.figures.common import env_params, plt, save, write_table
 
 ENV_KEYS = ["env.horizon", "env.states", "env.actions", "env.beta"]
-
-
-def log_plus(x):
-    return np.maximum(1.0, np.log(x))
-
-
-def first_bound(L, H, X, A, beta):
-    """Eq. 6.1: 6 H^2 sqrt(beta X A L log+(1 + X A H L)) log+(1 + L / (X A))."""
-    L = np.asarray(L, float)
-    return 6 * H ** 2 * np.sqrt(beta * X * A * L * log_plus(1 + X * A * H * L)) * log_plus(1 + L / (X * A))
-
-
-def second_bound(L, H, X, A, beta):
-    """Eq. 6.2: 5 beta H^3 X A sqrt(log+(1 + X A H L)) log+(1 + L/(X A)) + 2 H^2 sqrt(6 X A L log(X A))."""
-    L = np.asarray(L, float)
-    return (5 * beta * H ** 3 * X * A * np.sqrt(log_plus(1 + X * A * H * L)) * log_plus(1 + L / (X * A))
-            + 2 * H ** 2 * np.sqrt(6 * X * A * L * math.log(X * A)))
 
 
 def bayes_regret(episodes: pd.DataFrame) -> pd.DataFrame:

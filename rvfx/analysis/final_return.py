@@ -1,0 +1,22 @@
+"""Figs. 16-17's criterion of a learnt swing-up: a run's final return is its mean return over the
+last 10% of its episodes (FINAL_FRACTION, at least one episode), and it learnt the swing-up when
+that is at least LEARNT_RETURN = 100 (one second upright per episode; rvfx/figures/cartpole.py
+says why)."""
+from __future__ import annotations
+
+import pandas as pd
+
+FINAL_FRACTION = 0.1           # "final performance" = the last 10% of episodes
+LEARNT_RETURN = 100.0          # mean final return that counts as a learnt swing-up
+
+
+def final_window_start(last_episode: int) -> int:
+    """The first episode of the final window of episodes 1..last_episode."""
+    return last_episode - max(1, int(round(FINAL_FRACTION * last_episode))) + 1
+
+
+def final_returns(episodes: pd.DataFrame) -> pd.Series:
+    """Per run_id (in order of appearance): mean return over the run's own final window."""
+    last = episodes.groupby("run_id", sort=False)["episode"].transform("max")
+    start = last - (FINAL_FRACTION * last).round().clip(lower=1) + 1
+    return episodes[episodes["episode"] >= start].groupby("run_id", sort=False)["return"].mean()
