@@ -191,3 +191,18 @@ def plateau_k(ks, medians, tolerance: float = PLATEAU_TOLERANCE):
         if m <= tolerance * best:
             return k
     return None  # pragma: no cover - the best K always qualifies
+
+
+def two_piece_breakpoint(x: np.ndarray, y: np.ndarray) -> float:
+    """Where a continuous two-piece line in (log x, log y) fits the medians best: the grid value
+    of x at the kink (NaN with fewer than 4 points)."""
+    if len(x) < 4:
+        return np.nan
+    lx, ly = np.log(x), np.log(y)
+    best, where = np.inf, np.nan
+    for b in lx[1:-1]:
+        design = np.column_stack([np.ones_like(lx), lx, np.maximum(lx - b, 0.0)])
+        resid = ly - design @ np.linalg.lstsq(design, ly, rcond=None)[0]
+        if resid @ resid < best:
+            best, where = resid @ resid, float(np.exp(b))
+    return where

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.agents.linear.rlsvi import LinearRLSVIParams
-from rvfx.analysis.stats import censored_median, fit_loglog, mean_sem, mean_sem_all
+from rvfx.analysis.stats import censored_median, fit_loglog, mean_sem, mean_sem_all, two_piece_breakpoint
 from rvfx.envs.deep_sea import optimal_return
 from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.figures.common import (
@@ -70,21 +70,6 @@ def _lt_curve(ax, g: pd.DataFrame, x: str, color, label: str, linestyle="-", mar
     med = np.array([censored_median(lt[xs == u]) for u in ux])
     ok = ~np.isnan(med)
     ax.plot(ux[ok], med[ok], linestyle=linestyle, marker=marker, ms=3, color=color, label=label)
-
-
-def _breakpoint(x: np.ndarray, y: np.ndarray) -> float:
-    """Where a continuous two-piece line in (log x, log y) fits the medians best: the grid value
-    of x at the kink (NaN with fewer than 4 points)."""
-    if len(x) < 4:
-        return np.nan
-    lx, ly = np.log(x), np.log(y)
-    best, where = np.inf, np.nan
-    for b in lx[1:-1]:
-        design = np.column_stack([np.ones_like(lx), lx, np.maximum(lx - b, 0.0)])
-        resid = ly - design @ np.linalg.lstsq(design, ly, rcond=None)[0]
-        if resid @ resid < best:
-            best, where = resid @ resid, float(np.exp(b))
-    return where
 
 
 def _zero_axis(values: np.ndarray):
@@ -207,7 +192,7 @@ def _vs_m_rows(runs: pd.DataFrame, label: str) -> list[dict]:
         rows.append({"runs": label, "N": int(n), "2N": int(2 * n),
                      "slope for M < 2N [95% CI]": _fmt_fit(fit_loglog(m[below], lt[below])),
                      "slope for M >= 2N [95% CI]": _fmt_fit(fit_loglog(m[above], lt[above])),
-                     "best kink M (two-piece log-log fit)": (f"{_breakpoint(ux[ok], med[ok]):.0f}"
+                     "best kink M (two-piece log-log fit)": (f"{two_piece_breakpoint(ux[ok], med[ok]):.0f}"
                                                              if ok.sum() >= 4 else "n/a"),
                      "median at M=2N": "n/a" if np.isnan(at2n) else int(at2n),
                      "median at largest M": ("cens" if np.isnan(med[-1]) else int(med[-1])),
