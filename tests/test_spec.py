@@ -111,6 +111,28 @@ def test_parameter_added_later_keeps_run_ids_at_its_default(tmp_path):
     assert other.agent_params["sgd_period"] == 4 and other.run_id != default.run_id
 
 
+def test_a_renamed_value_keeps_its_old_spelling_in_run_ids_and_shard_records(tmp_path):
+    """ensemble_rlsvi's representation 'pixels' became 'observation' after results existed: runs
+    execute with the new name, but their identity (id, agent seed) and recorded settings spell it
+    as before, so the rename reruns nothing: the id is the hash of the old spelling."""
+    import hashlib
+    import json
+    spec = tmp_path / "e.yaml"
+    spec.write_text(BASE.replace("algorithm: grlsvi\n    v: 0.5", "algorithm: ensemble_rlsvi\n    K: 2"))
+    run = load_spec(str(spec)).runs[0]
+    assert run.agent_params["representation"] == "observation"
+    identity = run.identity()
+    assert identity["agent_params"]["representation"] == "pixels"
+    assert run.settings["agent"]["representation"] == "pixels"
+    assert run.run_id == hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    assert load_spec(str(spec), sets=("agents.rlsvi.representation=observation",)).runs[0].run_id == run.run_id
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BASE.replace("algorithm: grlsvi\n    v: 0.5",
+                                "algorithm: ensemble_rlsvi\n    representation: pixels"))
+    result = CliRunner().invoke(main, ["validate", str(bad)])
+    assert result.exit_code == 2 and "agents.rlsvi.representation" in result.output
+
+
 def test_an_unknown_figure_id_is_named_with_its_line(tmp_path):
     msg = run_bad(tmp_path, "figures: [deepsea_tabulr]\n" + BASE)
     assert "bad.yaml:1: figures[0]: unknown figure (did you mean 'deepsea_tabular'?)" in msg

@@ -79,7 +79,7 @@ def environments_for(algorithm: str, agent) -> tuple[str, ...] | None:
     if algorithm in DEEP_SEA_KNOWN + LINEAR:
         return ("deep_sea",)
     if algorithm in NEURAL:
-        return ("deep_sea", "cartpole_swingup") if agent.representation == "pixels" else ("deep_sea",)
+        return ("deep_sea", "cartpole_swingup") if agent.representation == "observation" else ("deep_sea",)
     if algorithm == "cartpole_reference":
         return ("cartpole_swingup",)
     return None

@@ -53,15 +53,27 @@ class RunSpec:
     A shard records it, and resume reruns a shard made under other settings (a changed default)."""
 
     def identity(self) -> dict:
+        """What names the run (its id and agent seed): everything but the grid labels and settings,
+        each parameter value in the spelling it had when results were first made (`as_recorded`)."""
         d = dataclasses.asdict(self)
         d.pop("swept")
         d.pop("settings")
+        d["agent_params"] = as_recorded(AGENTS[self.algorithm].params, d["agent_params"])
+        d["env_params"] = as_recorded(ENVS[self.env][1], d["env_params"])
         return d
 
     @property
     def run_id(self) -> str:
         """Hash of the resolved run config: stable across machines, order and job count."""
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def as_recorded(params_cls, values: dict) -> dict:
+    """`values` with each renamed value in its old spelling: a parameter field's `renamed` maps a
+    new name of a value to the one it replaced, so a rename changes no run id, agent seed or shard
+    record, and reruns nothing."""
+    renamed = {f.name: f.metadata["renamed"] for f in dataclasses.fields(params_cls) if "renamed" in f.metadata}
+    return {k: renamed[k].get(v, v) if k in renamed else v for k, v in values.items()}
 
 
 def _identity_params(obj) -> dict:
@@ -247,7 +259,8 @@ def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bo
                 runs.append(RunSpec(name, label, algo, _identity_params(agent_obj), env["name"],
                                     _identity_params(env_obj), seed, n_episodes, stop, log,
                                     {k: v for k, (_, v) in zip(keys, combo)},
-                                    {"agent": dataclasses.asdict(agent_obj), "env": dataclasses.asdict(env_obj)}))
+                                    {"agent": as_recorded(params_cls, dataclasses.asdict(agent_obj)),
+                                     "env": as_recorded(env_cls, dataclasses.asdict(env_obj))}))
     total = sum(seconds.values())
     if total > LONG_SECONDS and not allow_long:
         label = max(seconds, key=seconds.get)

@@ -17,7 +17,7 @@ from rvfx.figures.common import (
     write_table,
 )
 
-INPUTS = {"pixels": "one-hot pixels", "linear_basis": "linear basis input"}
+INPUTS = {"observation": "one-hot pixels", "linear_basis": "linear basis input"}
 
 
 def _fmt(x: float) -> str:

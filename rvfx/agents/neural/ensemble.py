@@ -68,9 +68,11 @@ class EnsembleParams:
         "doc": "every this many episodes, write each member's Q on the environment's probe states, its "
                "over-estimation on recent transitions and its greedy-action flip rate to diagnostics.csv "
                "(0: off; draws no random numbers, so it changes no result)"})
-    representation: RepresentationKind = field(default="pixels", metadata={
-        "doc": "deep sea network input: pixels (one-hot N x N image) | linear_basis (the coherent basis of "
-               "Sec. 7.1.2 with M features per row, Fig. 15); other environments: pixels = their observation"})
+    representation: RepresentationKind = field(default="observation", metadata={
+        "renamed": {"observation": "pixels"},
+        "doc": "network input: observation (the environment's own: deep sea's one-hot N x N image, "
+               "cartpole's observation vector) | linear_basis (deep sea: the coherent basis of Sec. 7.1.2 "
+               "with M features per row, Fig. 15)"})
     M: int = field(default=10, metadata={"min": 1, "doc": "features per row of the linear_basis input (paper: 10)"})
     basis: Literal["random_unit", "orthonormal"] = field(default="random_unit", metadata={
         "doc": "linear_basis: random unit vectors (default) or an orthonormal basis of the subspace"})

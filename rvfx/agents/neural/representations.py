@@ -9,10 +9,12 @@ its index (`input_dim` wide), which the network reads as a row gather;
 that many consecutive coordinates, which the network reads as a gather of those
 rows of W_1 and a weighted sum.
 
-Deep sea offers two inputs (Section 7.2.1, Figs. 14-15): one-hot pixels
-(`OneHotPixels`) and the coherent linear basis of Section 7.1.2 (`LinearBasisInput`);
-the third representation of Fig. 15, pixels with action 1 always "right", is the
-pixel input on an instance with `randomize_actions: false`.
+Two kinds: "observation", the environment's own observation (deep sea: the one-hot N x N image
+of the diver's cell, `OneHotPixels`, as bsuite's observation; cartpole: its observation vector;
+a Gymnasium environment: its `representation`), and "linear_basis", the coherent linear basis of
+Section 7.1.2 (`LinearBasisInput`): deep sea's two inputs of Figs. 14-15. The third
+representation of Fig. 15, pixels with action 1 always "right", is the observation on an instance
+with `randomize_actions: false`.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import numpy as np
 from rvfx.agents.neural.nn import BlockInput
 from rvfx.core.protocols import Layered, LinearFeatures, OwnNetworkInput, VectorObservations
 
-RepresentationKind = Literal["pixels", "linear_basis"]
+RepresentationKind = Literal["observation", "linear_basis"]
 
 
 class Representation(Protocol):
@@ -165,21 +167,22 @@ class LinearBasisInput:
         return self.inputs(np.arange(self.num_codes))
 
 
-def representation_for(env, kind: RepresentationKind = "pixels", M: int = 10,
+def representation_for(env, kind: RepresentationKind = "observation", M: int = 10,
                        basis: str = "random_unit", rng: np.random.Generator | None = None) -> Representation:
     """The network input an environment offers: with `kind="linear_basis"` its linear features
     (`LinearFeatures`, e.g. deep sea's coherent basis with M features per row, drawn from `rng`);
-    with "pixels" its observation vector (`VectorObservations`, e.g. cartpole) or, for a layered
+    with "observation" its observation: its own network input (`OwnNetworkInput`, e.g. a Gymnasium
+    environment), its observation vector (`VectorObservations`, e.g. cartpole) or, for a layered
     tabular environment (`Layered`, e.g. deep sea), the one-hot image of its states."""
     if kind == "linear_basis":
         if not isinstance(env, LinearFeatures):
             raise TypeError(f"representation 'linear_basis' needs an environment with linear features "
-                            f"(Section 7.1.2); {type(env).__name__} has none (use 'pixels': its observation)")
+                            f"(Section 7.1.2); {type(env).__name__} has none (use 'observation')")
         if rng is None:
             raise ValueError("the linear basis is random: pass an rng")
         return LinearBasisInput(env.linear_features(M, rng, basis))
-    if kind != "pixels":
-        raise ValueError(f"unknown representation {kind!r} (pixels, linear_basis)")
+    if kind != "observation":
+        raise ValueError(f"unknown representation {kind!r} (observation, linear_basis)")
     if isinstance(env, OwnNetworkInput):
         return env.representation
     if isinstance(env, VectorObservations):
