@@ -131,6 +131,11 @@ def test_a_renamed_value_keeps_its_old_spelling_in_run_ids_and_shard_records(tmp
                                 "algorithm: ensemble_rlsvi\n    representation: pixels"))
     result = CliRunner().invoke(main, ["validate", str(bad)])
     assert result.exit_code == 2 and "agents.rlsvi.representation" in result.output
+    assert "'pixels' was renamed 'observation'" in result.output
+    # an older rvfx's spec.yaml (old spelling) reads in today's names
+    from rvfx.agents.neural.ensemble import EnsembleParams
+    from rvfx.experiment.spec import as_current
+    assert as_current(EnsembleParams, {"representation": "pixels", "K": 2}) == {"representation": "observation", "K": 2}
 
 
 def test_an_unknown_figure_id_is_named_with_its_line(tmp_path):

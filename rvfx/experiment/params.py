@@ -74,8 +74,10 @@ def _check_value(name: str, typ, value, meta: dict, path: str):
     elif origin is Literal:
         choices = typing.get_args(typ)
         if value not in choices:
-            fail(f"expected one of {', '.join(map(repr, choices))}, got {value!r}"
-                 + (did_you_mean(value, choices) if isinstance(value, str) else ""))
+            old_names = {old: new for new, old in meta.get("renamed", {}).items()}
+            hint = (f" ({value!r} was renamed {old_names[value]!r})" if value in old_names
+                    else did_you_mean(value, choices) if isinstance(value, str) else "")
+            fail(f"expected one of {', '.join(map(repr, choices))}, got {value!r}{hint}")
         return value
     elif typ == Expr:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):

@@ -76,6 +76,14 @@ def as_recorded(params_cls, values: dict) -> dict:
     return {k: renamed[k].get(v, v) if k in renamed else v for k, v in values.items()}
 
 
+def as_current(params_cls, values: dict) -> dict:
+    """The inverse of `as_recorded`: old spellings (e.g. in a spec.yaml saved by an older rvfx)
+    in today's names."""
+    current = {f.name: {old: new for new, old in f.metadata["renamed"].items()}
+               for f in dataclasses.fields(params_cls) if "renamed" in f.metadata}
+    return {k: current[k].get(v, v) if k in current else v for k, v in values.items()}
+
+
 def _identity_params(obj) -> dict:
     """The parameters that name a run: all of them, except a parameter marked `added_later` while it
     is at its default. A parameter added after results exist then leaves their run ids (and their

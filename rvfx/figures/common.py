@@ -16,13 +16,15 @@ from rvfx.agents import AGENTS  # noqa: E402
 from rvfx.analysis.stats import fit_loglog, mean_sem  # noqa: E402
 from rvfx.envs import ENVS  # noqa: E402
 from rvfx.experiment.results import load_spec_value  # noqa: E402
+from rvfx.experiment.spec import as_current  # noqa: E402
 
 
 def env_params(results, experiment: str):
     """The experiment's environment parameters as its resolved spec (saved beside the tables) set
     them, defaults for the rest: the figures' constants come from here, not from literals."""
     env = dict(load_spec_value(results, experiment, ("env",)) or {})
-    return ENVS[env.pop("name")][1](**env)
+    params_cls = ENVS[env.pop("name")][1]
+    return params_cls(**as_current(params_cls, env))
 
 
 def agent_params(results, experiment: str, agent: str, swept: dict | None = None):
@@ -30,7 +32,8 @@ def agent_params(results, experiment: str, agent: str, swept: dict | None = None
     for the rest) as its algorithm's dataclass."""
     spec = {**(load_spec_value(results, experiment, ("agents", agent)) or {}), **(swept or {})}
     params_cls = AGENTS[spec["algorithm"]].params
-    return params_cls(**{f.name: spec[f.name] for f in dataclasses.fields(params_cls) if f.name in spec})
+    return params_cls(**as_current(params_cls, {f.name: spec[f.name] for f in dataclasses.fields(params_cls)
+                                                if f.name in spec}))
 
 
 def save(fig, out: Path, name: str) -> list[Path]:
