@@ -42,7 +42,7 @@ SPEC_CASES = {   # id: (text replaced, replacement, line, key, words in the mess
                        "agents.psrl.buffer_size", "a replay buffer of 100,000,000,000 transitions"),
     "agent_on_wrong_env": ("  name: deep_sea\n  size: 4\ngrid:\n  env.treasure: [true, false]\n",
                            "  name: cartpole_swingup\n", 7, "agents.rlsvi.algorithm",
-                           "grlsvi runs on deep_sea or random_mdp, not cartpole_swingup"),
+                           "grlsvi runs on deep_sea or random_mdp or four_state, not cartpole_swingup"),
     "min_replay_over_buffer": ("algorithm: psrl",
                                "algorithm: ensemble_rlsvi\n    buffer_size: 100\n    min_replay: 200",
                                12, "agents.psrl", "min_replay (200) exceeds buffer_size (100)"),
