@@ -6,7 +6,9 @@ The agent step is what `live` does per environment step: `act` (greedy on the sa
 SGD step of all K members on a minibatch of 128). It is timed for ensemble RLSVI with K=20 and
 the 50-50 ReLU MLP (Fig. 17; the cost that sets the paper-scale budget), and for the other
 agents of configs/cartpole_*.yaml. Both wall-clock and process CPU time are shown (medians
-over rounds); on a shared machine the CPU time is the steadier. BLAS is pinned to one thread.
+over rounds); on a shared machine the CPU time is the steadier. BLAS is pinned to one thread, as
+in the runner; the last line times the Fig. 17 agent step with BLAS on every core (what a process
+that loaded NumPy before rvfx would get without the runner's limit) against one thread.
 
 Run: .venv/bin/python benchmarks/bench_cartpole.py  (about 30 s)
 """
@@ -20,6 +22,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent  # noqa: E402
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams  # noqa: E402
@@ -113,6 +116,13 @@ def main() -> None:
         print(f"  {label:48s} {1e3 / wall:8,.0f} steps/s wall ({wall:6.3f} ms), "
               f"{1e3 / cpu:8,.0f} steps/s CPU ({cpu:6.3f} ms); "
               f"{cpu * 1.001:5.2f} CPU-s per 1001-step episode")
+    fig17 = AGENT_CASES[0][1]
+    with threadpool_limits(limits=1, user_api="blas"):
+        one, _, _ = bench_agent_step(fig17, steps=500)
+    with threadpool_limits(limits=os.cpu_count(), user_api="blas"):
+        every, _, _ = bench_agent_step(fig17, steps=500)
+    print(f"  Fig. 17 step, BLAS on {os.cpu_count()} threads vs 1: {every:.3f} vs {one:.3f} ms wall "
+          f"({every / one:.1f}x slower with {os.cpu_count()} threads)")
     print(f"benchmark took {time.perf_counter() - t0:.1f} s")
 
 

@@ -134,3 +134,37 @@ def test_progress_bar_counts_finished_runs_in_full_and_running_ones_as_reported(
     progress.update({runs[1].run_id: 0})                       # retried from scratch: never backwards
     assert progress.n == 62
     progress.close()
+
+
+def test_a_run_uses_one_blas_thread_even_where_numpy_loaded_first(tmp_path):
+    """A process that imported NumPy before rvfx (a notebook, a Dask worker) has a BLAS with one
+    thread per core; `execute` holds it at one thread while the run lasts, then gives it back."""
+    code = f"""
+import os
+for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.pop(var, None)
+import numpy
+from threadpoolctl import threadpool_info
+def blas_threads():
+    return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+before = blas_threads()
+from rvfx.experiment import runner
+from rvfx.experiment.spec import load_spec
+seen = []
+live = runner.live
+def spy(*args, **kwargs):
+    seen.append(blas_threads())
+    return live(*args, **kwargs)
+runner.live = spy
+run = load_spec({str(tmp_path / 'spec.yaml')!r}).runs[0]
+runner.execute(run)
+print(before, seen[0], blas_threads())
+"""
+    (tmp_path / "spec.yaml").write_text(
+        "experiment: tiny\nenv: {name: deep_sea, size: 4}\nagents: {rlsvi: {algorithm: grlsvi}}\n"
+        "seeds: 1\nepisodes: 3\nscales: {ci: {}, paper: {}}\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, during, after = map(int, out.stdout.split())
+    if before == 1:
+        pytest.skip("this machine's BLAS runs one thread anyway (one core)")
+    assert during == 1 and after == before
