@@ -33,7 +33,7 @@ plot: install
 	$(RVFX) plot --results $(OUT) --out $(FIGS)
 
 export: install
-	$(RVFX) export --results $(OUT) --out $(FIGS)
+	$(RVFX) export --results $(OUT) --out $(FIGS) --scale $(if $(README_BLOCKS),paper,$(SCALE))
 
 report: install
 	$(RVFX) report --results $(FIGS) --out $(FIGS) $(README_BLOCKS)

@@ -311,13 +311,15 @@ def report(results_dir, out, claims_path, readme, strict, check):
 @click.option("--out", type=click.Path(file_okay=False), required=True,
               help="a folder laid out as a results folder, e.g. figures/paper (committed)")
 @click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default="claims.yaml", show_default=True)
-def export(results_dir, out, claims_path):
+@click.option("--scale", type=click.Choice(["ci", "paper"]), default=None,
+              help="refuse (and copy nothing) unless every experiment to copy was run at this scale")
+def export(results_dir, out, claims_path, scale):
     """Copy the per-run tables the claims read (runs.csv and small per-run tables, none per episode)
     from RESULTS into OUT, so that `rvfx report --results OUT` recomputes every verdict on a clone."""
     from rvfx import report as rep
     try:
         registry = rep.load_registry(claims_path)
-        written = rep.export(registry, Path(results_dir), Path(out))
+        written = rep.export(registry, Path(results_dir), Path(out), scale)
     except rep.RegistryError as err:
         _fail(str(err), 2)
     except _unreadable_tables() as err:

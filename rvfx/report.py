@@ -135,21 +135,28 @@ def experiment_table(results: Path, experiment: str, name: str) -> pd.DataFrame:
     return load_table(results, experiment, name)
 
 
-def export(registry: dict, results: Path, out: Path) -> list[Path]:
+def export(registry: dict, results: Path, out: Path, scale: str | None = None) -> list[Path]:
     """Copy what the claims read from `results` into `out`, laid out as a results folder, so that
     `rvfx report --results OUT` recomputes every verdict without the per-episode tables: per
     experiment a claim names, runs.csv and each claim table (DERIVED ones written out), then
     failures.csv, spec.yaml and provenance.json as collected, and tables.json with the sha256 of
-    each table written. Experiments without collected tables in `results` are left as they are."""
+    each table written. Experiments without collected tables in `results` are left as they are.
+    With `scale`, every experiment to copy must have been run at that scale (its spec.yaml says),
+    or nothing is copied (RegistryError naming the first that was not)."""
     needs: dict[str, set] = {}
     for claim in registry["claims"]:
         if "experiment" in claim:
             needs.setdefault(claim["experiment"], {"runs"}).add(claim.get("table", "runs"))
+    present = {exp: names for exp, names in sorted(needs.items())
+               if (experiment_dir(results, exp) / "runs.csv").exists()}
+    for exp in present:
+        ran_at = load_spec_value(results, exp, ("scale",))
+        if scale is not None and ran_at != scale:
+            raise RegistryError(f"{experiment_dir(results, exp) / 'spec.yaml'}: run at scale {ran_at}, not {scale}; "
+                                f"nothing exported")
     written = []
-    for exp, names in sorted(needs.items()):
+    for exp, names in present.items():
         src, dst = experiment_dir(results, exp), experiment_dir(out, exp)
-        if not (src / "runs.csv").exists():
-            continue
         dst.mkdir(parents=True, exist_ok=True)
         checksums = {}
         for name in sorted(names):

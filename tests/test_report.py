@@ -385,7 +385,10 @@ def test_export_keeps_what_the_claims_read_and_the_report_recomputes_from_it_alo
     results, exported = tiny / "results", tmp_path / "paper"
     assert invoke("run", CONFIGS / "regret_bound.yaml", "--out", results, "--set", "seeds=3",
                   "--set", "episodes=120").exit_code == 0
-    result = invoke("export", "--results", results, "--out", exported)
+    refused = invoke("export", "--results", results, "--out", exported, "--scale", "paper")
+    assert refused.exit_code == 2 and "run at scale ci, not paper; nothing exported" in refused.output
+    assert not exported.exists()
+    result = invoke("export", "--results", results, "--out", exported, "--scale", "ci")
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (exported / "regret_bound").iterdir()) == [
         "provenance.json", "regret_over_bounds.csv", "runs.csv", "spec.yaml", "tables.json"]
