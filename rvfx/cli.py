@@ -287,7 +287,7 @@ def report(results_dir, out, claims_path, readme, strict, check):
         registry = rep.load_registry(claims_path)
         outcomes = rep.evaluate(registry, Path(results_dir))
         if check:
-            problems = rep.check_files(registry, outcomes, Path(out), readme_path)
+            problems = rep.check_files(registry, outcomes, Path(out), readme_path, Path(results_dir))
         else:
             problems = []
             click.echo("report: " + ", ".join(str(p) for p in rep.write_files(registry, outcomes, Path(out),

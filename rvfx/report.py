@@ -867,6 +867,38 @@ def fill_readme(text: str, registry: dict, outcomes: list) -> str:
     return MARKER.sub(lambda m: f"<!-- report:begin {m.group(1)} -->\n{blocks[m.group(1)]}<!-- report:end -->", text)
 
 
+NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w.]*\w)")
+
+
+def _significant_digits(token: str) -> int:
+    digits = token.replace(",", "")
+    if "." in digits:
+        return len(digits.replace(".", "").lstrip("0"))
+    return len(digits.lstrip("0").rstrip("0"))
+
+
+def paper_numbers(outcomes: list, results: Path, figures: Path) -> set[str]:
+    """The numbers the paper tables print (commas dropped): every estimate and CI end as the report
+    prints them, and every number of the summary tables (`figures`/<figure id>*.md) of the figures
+    whose experiments all have their tables in `results`."""
+    values = {_num(x) for o in outcomes for r in o.rows for _, e in r.estimates for x in (e.value, e.lo, e.hi)}
+    have = {p.name for p in results.glob("*") if (p / "runs.csv").exists()}
+    for fig in FIGURES.values():
+        if fig.experiments and set(fig.experiments) <= have:
+            for table in sorted(figures.glob(f"{fig.id}*.md")):
+                values.update(NUMBER.findall(table.read_text(encoding="utf-8")))
+    return {v.replace(",", "") for v in values}
+
+
+def stray_numbers(text: str, numbers: set[str]) -> list[tuple[int, str]]:
+    """(line, number) of each number outside the report blocks of `text` that is printed in
+    `numbers`, as a copy of a table would be; only numbers of three significant digits or more
+    ("2.35", "0.220", "1,364"): "0.5" or "20" are too common to tell."""
+    outside = MARKER.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    return [(i, token) for i, line in enumerate(outside.splitlines(), 1) for token in NUMBER.findall(line)
+            if _significant_digits(token) >= 3 and token.replace(",", "") in numbers]
+
+
 def write_files(registry: dict, outcomes: list, out: Path, readme: Path | None = None) -> list:
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.md", out / "report.html"]
@@ -878,9 +910,11 @@ def write_files(registry: dict, outcomes: list, out: Path, readme: Path | None =
     return written
 
 
-def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None = None) -> list:
+def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None = None,
+                results: Path | None = None) -> list:
     """One line per disagreement between the recomputed report and the files in `out` (and the
-    README's blocks); empty when they all agree."""
+    README's blocks), and per number of the paper tables (those of `results`) that the README
+    quotes outside its blocks; empty when they all agree."""
     problems = []
     for name, text in (("report.md", render_markdown(registry, outcomes, out)),
                        ("report.html", render_html(registry, outcomes, out))):
@@ -900,6 +934,11 @@ def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None =
             elif content != blocks[cid]:
                 problems.append(f"{readme}: block {cid} differs from the results: "
                                 f"{_first_difference(content, blocks[cid])}")
+        if results is not None:
+            numbers = paper_numbers(outcomes, results, out)
+            problems += [f"{readme}:{line}: {token} is a number of the result tables outside a report block "
+                         f"(quote it through <!-- report:begin ID -->, or link the table)"
+                         for line, token in stray_numbers(readme.read_text(encoding="utf-8"), numbers)]
     return problems
 
 

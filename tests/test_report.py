@@ -1,6 +1,7 @@
 """`rvfx report`: each verdict rule on hand-made tables (holds, differs, inconclusive), the claims
 registry against the figure registry, a report of a tiny run, and --check against hand edits."""
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -409,3 +410,28 @@ def test_export_keeps_what_the_claims_read_and_the_report_recomputes_from_it_alo
     runs.write_text(runs.read_text().replace("\n", "\n\n", 1))
     bad = invoke("report", "--results", exported, "--out", tmp_path / "bad")
     assert bad.exit_code != 0 and "deepsea_tabular/runs.csv: damaged" in bad.output
+
+
+def test_check_names_a_number_of_the_tables_quoted_outside_the_blocks(tiny, tmp_path):
+    """--check with --readme fails on a number the report or a summary table prints (3+ significant
+    digits) written into the README's prose, and names its line; other numbers pass."""
+    out, readme = tiny / "figs", tmp_path / "README.md"
+    readme.write_text(README)
+    args = ["report", "--results", str(tiny / "results"), "--out", str(out), "--readme", str(readme)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    filled = readme.read_text()
+    block = dict(readme_blocks(filled))["fig5_rlsvi_slope"]
+    def three_digit_numbers(text):
+        return [tok for tok in re.findall(r"\d[\d,]*\.\d+", text) if len(tok.replace(".", "").lstrip("0")) >= 3]
+    estimate = three_digit_numbers(block)[0]
+    table_number = three_digit_numbers((out / "deepsea_tabular_scaling_slopes.md").read_text())[0]
+    assert CliRunner().invoke(main, args + ["--check"]).exit_code == 0
+    prose = f"Python 3.10 and 12.5 s; the slope is {estimate}.\nThe table says {table_number}.\n"
+    readme.write_text(filled + prose)
+    bad = CliRunner().invoke(main, args + ["--check"])
+    assert bad.exit_code == 1
+    stray = [ln for ln in bad.output.splitlines() if "outside a report block" in ln]
+    n = filled.count("\n")
+    assert stray[0].startswith(f"{readme}:{n + 1}: {estimate} is a number")
+    assert stray[-1].startswith(f"{readme}:{n + 2}: {table_number} is a number")
+    assert not any("3.10" in ln or "12.5" in ln for ln in stray)
