@@ -87,11 +87,9 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run):
     try:
         outcomes = run_sweep(exp.runs, out, jobs=jobs, dask=dask_address)
     except DaskAddressError as err:
-        click.echo(f"error: {err}", err=True)
-        sys.exit(2)
+        _fail(str(err), 2)
     except SweepBusy as err:
-        click.echo(f"error: {err}", err=True)
-        sys.exit(1)
+        _fail(str(err), 1)
     except Interrupted as err:
         click.echo(f"{err}; to resume, rerun the same command (finished runs are skipped): "
                    f"{shlex.join(['rvfx', *sys.argv[1:]])}", err=True)
@@ -230,7 +228,7 @@ def _unreadable(results_dir: str, experiments, err: Exception) -> str:
                 pd.read_csv(path) if path.suffix == ".csv" else yaml.safe_load(path.read_text(encoding="utf-8"))
             except FileNotFoundError:
                 continue
-            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, yaml.YAMLError) as bad:
+            except _unreadable_tables() as bad:
                 return f"{path}: damaged, cannot be read ({type(bad).__name__}: {str(bad).strip().splitlines()[0]})"
     return f"{', '.join(str(Path(results_dir) / e) for e in experiments)}: a table cannot be read " \
            f"({type(err).__name__}: {str(err).strip().splitlines()[0]})"

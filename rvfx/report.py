@@ -158,18 +158,17 @@ def export(registry: dict, results: Path, out: Path, scale: str | None = None) -
     for exp, names in present.items():
         src, dst = experiment_dir(results, exp), experiment_dir(out, exp)
         dst.mkdir(parents=True, exist_ok=True)
+        texts = {f"{name}.csv": experiment_table(results, exp, name).to_csv(index=False, lineterminator="\n")
+                 for name in sorted(names)}
+        texts.update({extra: (src / extra).read_text(encoding="utf-8")
+                      for extra in ("failures.csv", "spec.yaml", "provenance.json") if (src / extra).exists()})
+        for extra in {"failures.csv", "spec.yaml", "provenance.json"} - set(texts):
+            (dst / extra).unlink(missing_ok=True)
         checksums = {}
-        for name in sorted(names):
-            text = experiment_table(results, exp, name).to_csv(index=False, lineterminator="\n")
-            write_atomic_text(dst / f"{name}.csv", text)
-            checksums[f"{name}.csv"] = hashlib.sha256(text.encode()).hexdigest()
-        for extra in ("failures.csv", "spec.yaml", "provenance.json"):
-            if (src / extra).exists():
-                write_atomic_text(dst / extra, (src / extra).read_text(encoding="utf-8"))
-            else:
-                (dst / extra).unlink(missing_ok=True)
-        if (src / "failures.csv").exists():
-            checksums["failures.csv"] = hashlib.sha256((src / "failures.csv").read_bytes()).hexdigest()
+        for name, text in texts.items():
+            write_atomic_text(dst / name, text)
+            if name.endswith(".csv"):
+                checksums[name] = hashlib.sha256(text.encode()).hexdigest()
         for stale in set(dst.glob("*.csv")) - {dst / n for n in checksums}:
             stale.unlink()
         write_atomic_text(dst / TABLES, json.dumps(checksums, indent=1, sort_keys=True) + "\n")

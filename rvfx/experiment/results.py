@@ -29,12 +29,12 @@ import pandas as pd
 from rvfx.experiment.provenance import code_version, environment
 
 MANIFEST = "manifest.json"
+SHARD_FORMAT = 1
 TABLES = "tables.json"      # beside the collected tables: each one's sha256, as collect wrote it
 
 
 class DamagedTable(ValueError):
     """A collected table whose bytes differ from those `collect` wrote (tables.json)."""
-SHARD_FORMAT = 1
 
 
 def identity_columns(run) -> dict:

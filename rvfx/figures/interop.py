@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.analysis.stats import censored_median, median_ci
+from rvfx.analysis.final_return import final_returns
+from rvfx.analysis.stats import censored_median, mean_sem_all, median_ci
 from rvfx.experiment.results import experiment_dir, load_table
 from rvfx.figures.common import band, learning_times, plt, save, write_table
 
@@ -110,13 +111,11 @@ def fig_mountaincar(results, out):
         if np.isfinite(med):
             ax2.errorbar(i, med, yerr=[[med - lo], [(hi if np.isfinite(hi) else med) - med]], fmt="o", color="k",
                          capsize=3)
-        last = g[g["episode"] > g["episode"].max() - max(1, g["episode"].max() // 10)]
-        final = last.groupby("run_id")["return"].mean()
+        final = mean_sem_all(final_returns(g).to_frame(), "return")
         rows.append({"agent": agent, "seeds": len(f),
                      "first success: median [95% CI]": f"{_fmt(med)} [{_fmt(lo)}, {_fmt(hi)}]",
                      "never reached": f"{int((~ok).sum())}/{len(f)}",
-                     "return, last 10% of episodes (mean ± s.e.)":
-                         f"{final.mean():.1f} ± {final.std(ddof=1) / np.sqrt(len(final)) if len(final) > 1 else 0:.1f}",
+                     "return, last 10% of episodes (mean ± s.e.)": f"{final['mean']:.1f} ± {final['sem']:.1f}",
                      "episodes": int(f["episodes"].max())})
     ax.set_xlabel("episode")
     ax.set_ylabel(f"return (running mean of {SMOOTH})")
