@@ -6,7 +6,7 @@ import yaml
 from cli_helpers import assert_png
 
 from rvfx.figures import FIGURES
-from rvfx.figures.cartpole_ablation import per_run, signs
+from rvfx.figures.cartpole_ablation import confirmation_cell, per_run, signs
 
 FACTORS = ["agent.sgd_period", "agent.prior_scale", "env.observation"]
 
@@ -68,3 +68,28 @@ def test_screen_responses_effects_and_figures(tmp_path):
     assert list(cells["cell"]) == [f"c{i:02d}" for i in range(1, 9)] + ["ctl", "reference"]
     assert list(cells["signs ABC"])[:2] == ["---", "--+"] and cells["signs ABC"].iloc[-1] == "control"
     assert any(str(p).endswith("cartpole_ablation_effects.md") for p in paths)
+    chosen = pd.read_csv(tmp_path / "out" / "cartpole_ablation_confirmation.csv")
+    # no design cell learns (the control is no candidate): most rewarded episodes per run, 5.5 in
+    # the four sgd_period-1 cells, equal final returns, then the fewest factors at + (c05, "+--")
+    assert chosen[["cell", "signs", "learnt"]].values.tolist() == [["c05", "+--", "0/2"]]
+    assert chosen["rule"].iloc[0].startswith("no cell learnt")
+
+
+def coded_cells(rows):
+    """Design cells (agent, signs of A and B) with per-run (learnt, rewarded episodes, final return)."""
+    return pd.DataFrame([{"agent": a, "A": sa, "B": sb, "learnt": l, "rewarded_episodes": r, "final_return": f}
+                         for a, sa, sb, runs in rows for l, r, f in runs])
+
+
+def test_confirmation_rule_most_seeds_then_return_then_fewer_plus():
+    rows = [("c1", -1, -1, [(False, 90, -5.0)] * 3),                 # most rewarded, never learnt
+            ("c2", 1, -1, [(True, 50, 150.0), (False, 9, -4.0), (False, 9, -4.0)]),
+            ("c3", -1, 1, [(True, 40, 120.0), (True, 40, 110.0), (False, 9, -4.0)]),
+            ("c4", 1, 1, [(True, 40, 120.0), (True, 40, 110.0), (False, 9, -4.0)])]
+    pick = lambda rs: confirmation_cell(coded_cells(rs), ["A", "B"]).iloc[0]
+    assert pick(rows)["cell"] == "c3" and pick(rows)["learnt"] == "2/3"     # c3 ties c4: fewer +
+    better = rows[:3] + [("c4", 1, 1, [(True, 40, 120.0), (True, 40, 130.0), (False, 9, -4.0)])]
+    assert pick(better)["cell"] == "c4"                                       # the higher final return
+    assert pick(rows[:2])["cell"] == "c2"                                     # one seed beats none
+    none = [rows[0], ("c2", 1, -1, [(False, 50, -3.0)] * 3)]
+    assert pick(none)["cell"] == "c1" and pick(none)["rule"].startswith("no cell learnt")
