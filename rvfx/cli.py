@@ -68,14 +68,16 @@ def main():
 @click.option("--dry-run", is_flag=True, help="print how many runs there are, are done, and remain")
 def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run):
     """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV."""
-    from rvfx.experiment import results
+    from rvfx.experiment import checkpoint, results
     from rvfx.experiment.runner import run_sweep
     from rvfx.experiment.spec import resolved_yaml
     exp = _load(spec, scale, sets, allow_long)
     problems = {r.run_id: results.shard_problem(out, r) for r in exp.runs}
     done = sum(p is None for p in problems.values())
+    resumable = checkpoint.resumable(out, [r for r in exp.runs if problems[r.run_id] is not None])
+    resuming = f" ({len(resumable)} from a checkpoint)" if resumable else ""
     click.echo(f"{exp.name} [{scale}]: {len(exp.runs)} runs, {done} done, {len(exp.runs) - done} to run"
-               f" -> {Path(out) / exp.name}")
+               f"{resuming} -> {Path(out) / exp.name}")
     for run_id, problem in problems.items():
         if problem not in (None, "missing"):
             click.echo(f"rerunning {run_id}: {problem}", err=True)

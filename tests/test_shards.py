@@ -101,7 +101,7 @@ def test_a_collected_table_damaged_after_collect_is_refused_by_plot(tiny_spec, t
     out = tmp_path / "c"
     assert invoke("run", tiny_spec, "--out", out).exit_code == 0
     runs = out / "tiny" / "runs.csv"
-    assert json.loads((out / "tiny" / results.TABLES).read_text())["runs.csv"] == results._sha256(runs)
+    assert json.loads((out / "tiny" / results.TABLES).read_text())["runs.csv"] == results.sha256(runs)
     text = runs.read_text()
     runs.write_text(text[: len(text) - 7])
     result = invoke("plot", "--spec", tiny_spec, "--results", out, "--out", tmp_path / "f")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -56,10 +57,21 @@ def episode(agent: Agent, environment: Environment, on_transition: Callable[[Tra
     return episode_return
 
 
+@dataclass
+class LiveState:
+    """What `live` carries from one episode to the next: with the agent and the environment, all a
+    run needs to go on from `episode` (a checkpoint pickles the three)."""
+    episode: int = 0
+    cum_return: float = 0.0
+    learning: LearningTime = field(default_factory=LearningTime)
+    rows: list = field(default_factory=list)
+
+
 def live(agent: Agent, environment: Environment, num_episodes: int, log_every: str = "log",
          stop_at_learning: bool = False, on_episode_start: Callable[[int], None] | None = None,
          on_transition: Callable[[Transition], None] | None = None,
-         on_episode: Callable[[int], bool | None] | None = None) -> dict:
+         on_episode: Callable[[int], bool | None] | None = None,
+         state: LiveState | None = None, after_episode: Callable[[LiveState], None] | None = None) -> dict:
     """Run Algorithm 1 for `num_episodes` episodes and return the logged metrics.
 
     Regret of an episode is the environment's optimal expected return minus the
@@ -67,30 +79,32 @@ def live(agent: Agent, environment: Environment, num_episodes: int, log_every: s
     With `stop_at_learning`, stop at the learning time (eq. 7.1): scaling studies
     need nothing after it. Hooks: `on_episode_start(l)` after learn_from_buffer,
     `on_transition` as in `episode`, `on_episode(l)` at the end of episode l
-    (returning True stops the loop there).
+    (returning True stops the loop there), `after_episode(state)` once episode l is
+    logged and another follows (a checkpoint). `state` resumes a run where it was.
     """
     logged = set(log_grid(num_episodes).tolist()) if log_every == "log" else None
     has_regret = environment.optimal_return is not None
-    rows = []
-    learning = LearningTime()
-    cum_return = 0.0
-    ell = 0
-    for ell in range(1, num_episodes + 1):
+    state = state if state is not None else LiveState()
+    learning = state.learning
+    for ell in range(state.episode + 1, num_episodes + 1):
         agent.learn_from_buffer()
         if on_episode_start is not None:
             on_episode_start(ell)
         episode_return = episode(agent, environment, on_transition)
-        cum_return += episode_return
+        state.cum_return += episode_return
         regret = environment.optimal_return - environment.expected_return if has_regret else math.nan
         if has_regret:
             learning.update(regret)
         stop = bool(on_episode(ell)) if on_episode is not None else False
         done = stop or (stop_at_learning and learning.value is not None)
         if logged is None or ell in logged or done:
-            rows.append({"episode": ell, "return": episode_return, "cum_return": cum_return,
-                         "regret": regret, "cum_regret": learning.cum_regret if has_regret else math.nan,
-                         **episode_metrics(environment)})
+            state.rows.append({"episode": ell, "return": episode_return, "cum_return": state.cum_return,
+                               "regret": regret, "cum_regret": learning.cum_regret if has_regret else math.nan,
+                               **episode_metrics(environment)})
+        state.episode = ell
         if done:
             break
-    return {"episodes": rows, "learning_time": learning.value,
-            "episodes_run": ell, "final_cum_regret": learning.cum_regret if has_regret else None}
+        if after_episode is not None and ell < num_episodes:
+            after_episode(state)
+    return {"episodes": state.rows, "learning_time": learning.value,
+            "episodes_run": state.episode, "final_cum_regret": learning.cum_regret if has_regret else None}

@@ -22,7 +22,9 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import pandas as pd
 
@@ -50,7 +52,7 @@ def shard_dir(out, run) -> Path:
     return experiment_dir(out, run.experiment) / "shards" / run.run_id
 
 
-def _sha256(path: Path) -> str:
+def sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -82,7 +84,7 @@ def shard_problem(out, run) -> str | None:
         path = d / name
         if not path.is_file():
             return f"{name} missing"
-        if _sha256(path) != meta.get("sha256"):
+        if sha256(path) != meta.get("sha256"):
             return f"{name}: checksum differs from {MANIFEST} (damaged or edited)"
     return None
 
@@ -112,11 +114,16 @@ FILE_MODE = _file_mode()   # what open() would give; mkstemp alone makes 0600
 
 
 def write_atomic_text(path: Path, text: str) -> None:
+    write_atomic(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """`write` into a binary file under a temporary name beside `path`, then rename it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            write(f)
         os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
@@ -137,7 +144,7 @@ def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
         _to_csv(pd.DataFrame([{"run_id": run.run_id, "seconds": round(seconds, 3)}]), tmp / "timing.csv")
         for name, table in (extra or {}).items():
             _to_csv(table.assign(**ident)[list(ident) + list(table.columns)], tmp / f"{name}.csv")
-        files = {p.name: {"rows": _data_rows(p), "sha256": _sha256(p)} for p in sorted(tmp.glob("*.csv"))}
+        files = {p.name: {"rows": _data_rows(p), "sha256": sha256(p)} for p in sorted(tmp.glob("*.csv"))}
         manifest = {"format": SHARD_FORMAT, "run_id": run.run_id, "settings": run.settings,
                     "code": code_version(), "files": files}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -209,7 +216,7 @@ def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
         stale.unlink()
     if not failures:
         fail_path.unlink(missing_ok=True)
-    checksums = {p.name: _sha256(p) for p in sorted(exp_dir.glob("*.csv"))}
+    checksums = {p.name: sha256(p) for p in sorted(exp_dir.glob("*.csv"))}
     write_atomic_text(exp_dir / TABLES, json.dumps(checksums, indent=1, sort_keys=True) + "\n")
     if resolved_spec is not None:
         write_atomic_text(exp_dir / "spec.yaml", resolved_spec)

@@ -27,14 +27,16 @@ from rvfx.core.live import live
 from rvfx.core.protocols import run_tables
 from rvfx.envs import ENVS
 from rvfx.experiment import results
+from rvfx.experiment.checkpoint import Checkpoint
 from rvfx.experiment.executors import ExecutorPool, LocalPool, Progress, Stopped, dask_pool
 
 LOG_EVERY = 60.0   # seconds between progress lines when stderr is not a terminal (a log)
 POLL = 0.5         # seconds between the driver's looks at running runs
 
-# `live`'s on_episode for the run executing in this context (progress and stop); set by
-# run_and_store, so `execute(run)` keeps the one-argument form that tests wrap.
+# `live`'s on_episode for the run executing in this context (progress and stop), and the run's
+# Checkpoint; set by run_and_store, so `execute(run)` keeps the one-argument form that tests wrap.
 episode_hook: ContextVar = ContextVar("episode_hook", default=None)
+checkpointing: ContextVar = ContextVar("checkpointing", default=None)
 
 
 def seed_sequence(*parts) -> np.random.SeedSequence:
@@ -53,20 +55,28 @@ def run_rngs(run) -> tuple[np.random.Generator, np.random.Generator]:
 
 def execute(run) -> dict:
     """Run one RunSpec in this process and return its logged metrics, with the extra per-run
-    tables ("tables") the agent and the environment declare (`run_tables`).
+    tables ("tables") the agent and the environment declare (`run_tables`). Under run_and_store
+    it goes on from the run's checkpoint when one verifies, and checkpoints as it goes.
 
     BLAS runs on one thread: runs are parallel across processes, and a multi-threaded BLAS on
     the small products of these agents is slower (~0.04 ms vs ~15 ms for one first-layer product
     of the cartpole ensemble on 2 busy cores) and may round differently. `import rvfx` sets the
     thread count before NumPy loads; this holds it where NumPy loaded first (a notebook, a Dask
     worker)."""
-    env_rng, agent_rng = run_rngs(run)
-    env_cls, env_params_cls = ENVS[run.env]
+    ckpt = checkpointing.get()
     with threadpool_limits(limits=1, user_api="blas"):
-        env = env_cls(env_params_cls(**run.env_params), env_rng)
-        agent = make_agent(run.algorithm, AGENTS[run.algorithm].params(**run.agent_params), env, agent_rng)
+        resumed = ckpt.load() if ckpt is not None else None
+        if resumed is not None:
+            agent, env, state = resumed
+        else:
+            env_rng, agent_rng = run_rngs(run)
+            env_cls, env_params_cls = ENVS[run.env]
+            env = env_cls(env_params_cls(**run.env_params), env_rng)
+            agent = make_agent(run.algorithm, AGENTS[run.algorithm].params(**run.agent_params), env, agent_rng)
+            state = None
         metrics = live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning,
-                       on_episode=episode_hook.get())
+                       on_episode=episode_hook.get(), state=state,
+                       after_episode=None if ckpt is None else lambda s: ckpt.save_if_due(agent, env, s))
         metrics["tables"] = run_tables(agent, env)
     return metrics
 
@@ -79,26 +89,30 @@ class Outcome:
 
 
 def run_and_store(run, out: str, progress: Progress | None = None) -> Outcome:
-    """Execute `run` and write its shard; a raised error is stored, not propagated. `progress`
-    hears each episode and may stop the run (Stopped), which then leaves nothing behind."""
-    start = time.perf_counter()
-    token = episode_hook.set(progress)
+    """Execute `run` (from its checkpoint, if one verifies) and write its shard; a raised error
+    is stored, not propagated. `progress` hears each episode and may stop the run (Stopped),
+    which then leaves nothing behind but its last checkpoint."""
+    ckpt = Checkpoint(out, run)
+    token, ckpt_token = episode_hook.set(progress), checkpointing.set(ckpt)
     try:
         metrics = execute(run)
     except Stopped:
         return Outcome(run.run_id, False, "stopped")
     except Exception:
         path = results.write_failure(out, run, traceback.format_exc())
+        ckpt.remove()
         return Outcome(run.run_id, False, f"{path}")
     finally:
         episode_hook.reset(token)
+        checkpointing.reset(ckpt_token)
     learning_time = metrics["learning_time"]
     has_regret = metrics["final_cum_regret"] is not None
     summary = {"learning_time": learning_time if learning_time is not None else "",
                "censored": learning_time is None if has_regret else "",
                "episodes_run": metrics["episodes_run"],
                "final_cum_regret": metrics["final_cum_regret"] if has_regret else ""}
-    results.write_shard(out, run, metrics["episodes"], summary, time.perf_counter() - start, metrics["tables"])
+    results.write_shard(out, run, metrics["episodes"], summary, ckpt.elapsed(), metrics["tables"])
+    ckpt.remove()
     return Outcome(run.run_id, True)
 
 
