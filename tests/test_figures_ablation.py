@@ -81,12 +81,15 @@ def coded_cells(rows):
                          for a, sa, sb, runs in rows for l, r, f in runs])
 
 
+def pick(rows):
+    return confirmation_cell(coded_cells(rows), ["A", "B"]).iloc[0]
+
+
 def test_confirmation_rule_most_seeds_then_return_then_fewer_plus():
     rows = [("c1", -1, -1, [(False, 90, -5.0)] * 3),                 # most rewarded, never learnt
             ("c2", 1, -1, [(True, 50, 150.0), (False, 9, -4.0), (False, 9, -4.0)]),
             ("c3", -1, 1, [(True, 40, 120.0), (True, 40, 110.0), (False, 9, -4.0)]),
             ("c4", 1, 1, [(True, 40, 120.0), (True, 40, 110.0), (False, 9, -4.0)])]
-    pick = lambda rs: confirmation_cell(coded_cells(rs), ["A", "B"]).iloc[0]
     assert pick(rows)["cell"] == "c3" and pick(rows)["learnt"] == "2/3"     # c3 ties c4: fewer +
     better = rows[:3] + [("c4", 1, 1, [(True, 40, 120.0), (True, 40, 130.0), (False, 9, -4.0)])]
     assert pick(better)["cell"] == "c4"                                       # the higher final return
