@@ -866,11 +866,17 @@ def fill_readme(text: str, registry: dict, outcomes: list) -> str:
     return MARKER.sub(lambda m: f"<!-- report:begin {m.group(1)} -->\n{blocks[m.group(1)]}<!-- report:end -->", text)
 
 
-NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w.]*\w)")
+# a number, with its sign when one stands before it ("−3.78", not the hyphen of "1,100-1,900")
+NUMBER = re.compile(r"(?:(?<![\w.,])[-−+](?=\d))?(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w.]*\w)")
+
+
+def _plain(token: str) -> str:
+    """A printed number as compared: no thousands commas, ASCII minus, no plus."""
+    return token.replace(",", "").replace("−", "-").lstrip("+")
 
 
 def _significant_digits(token: str) -> int:
-    digits = token.replace(",", "")
+    digits = _plain(token).lstrip("-")
     if "." in digits:
         return len(digits.replace(".", "").lstrip("0"))
     return len(digits.lstrip("0").rstrip("0"))
@@ -882,11 +888,18 @@ def paper_numbers(outcomes: list, results: Path, figures: Path) -> set[str]:
     whose experiments all have their tables in `results`."""
     values = {_num(x) for o in outcomes for r in o.rows for _, e in r.estimates for x in (e.value, e.lo, e.hi)}
     have = {p.name for p in results.glob("*") if (p / "runs.csv").exists()}
-    for fig in FIGURES.values():
-        if fig.experiments and set(fig.experiments) <= have:
-            for table in sorted(figures.glob(f"{fig.id}*.md")):
-                values.update(NUMBER.findall(table.read_text(encoding="utf-8")))
-    return {v.replace(",", "") for v in values}
+    for table in sorted(figures.glob("*.md")):
+        fig = _figure_of_table(table.stem)
+        if fig is not None and fig.experiments and set(fig.experiments) <= have:
+            values.update(NUMBER.findall(table.read_text(encoding="utf-8")))
+    return {_plain(v) for v in values}
+
+
+def _figure_of_table(stem: str):
+    """The figure whose table `stem` is: the longest figure id equal to it or followed by "_"
+    (deepsea_tabular_scaling_slopes is deepsea_tabular_scaling's, not deepsea_tabular's)."""
+    ids = [i for i in FIGURES if stem == i or stem.startswith(i + "_")]
+    return FIGURES[max(ids, key=len)] if ids else None
 
 
 def stray_numbers(text: str, numbers: set[str]) -> list[tuple[int, str]]:
@@ -895,7 +908,7 @@ def stray_numbers(text: str, numbers: set[str]) -> list[tuple[int, str]]:
     ("2.35", "0.220", "1,364"): "0.5" or "20" are too common to tell."""
     outside = MARKER.sub(lambda m: "\n" * m.group(0).count("\n"), text)
     return [(i, token) for i, line in enumerate(outside.splitlines(), 1) for token in NUMBER.findall(line)
-            if _significant_digits(token) >= 3 and token.replace(",", "") in numbers]
+            if _significant_digits(token) >= 3 and _plain(token) in numbers]
 
 
 def write_files(registry: dict, outcomes: list, out: Path, readme: Path | None = None) -> list:

@@ -23,8 +23,10 @@ from rvfx.report import (
     evaluate_claim,
     load_registry,
     order_verdict,
+    paper_numbers,
     readme_blocks,
     rule_verdict,
+    stray_numbers,
 )
 
 CLAIMS = CONFIGS.parent / "claims.yaml"
@@ -435,3 +437,19 @@ def test_check_names_a_number_of_the_tables_quoted_outside_the_blocks(tiny, tmp_
     assert stray[0].startswith(f"{readme}:{n + 1}: {estimate} is a number")
     assert stray[-1].startswith(f"{readme}:{n + 2}: {table_number} is a number")
     assert not any("3.10" in ln or "12.5" in ln for ln in stray)
+
+
+def test_a_table_is_its_own_figures_and_a_number_keeps_its_sign(tmp_path):
+    """Exported deepsea_tabular brings its summary table's numbers under the check, not those of
+    deepsea_tabular_scaling (whose id it prefixes); "−3.78" is not the table's 3.78, "−6.65" is
+    its -6.65, and the hyphen of a range is no minus."""
+    results, figures = tmp_path / "results", tmp_path / "figures"
+    (results / "deepsea_tabular").mkdir(parents=True)
+    (results / "deepsea_tabular" / "runs.csv").write_text("run_id\n")
+    figures.mkdir()
+    (figures / "deepsea_tabular_summary.md").write_text("| a | b | c |\n|---|---|---|\n| 111.1 | -6.65 | 3.78 |\n")
+    (figures / "deepsea_tabular_scaling_slopes.md").write_text("| slope |\n|---|\n| 222.2 |\n")
+    numbers = paper_numbers([], results, figures)
+    assert {"111.1", "-6.65", "3.78"} <= numbers and "222.2" not in numbers
+    text = "regret 111.1, return −3.78 and −6.65; slope 222.2; runs of 1,100-3.78 s\n"
+    assert stray_numbers(text, numbers) == [(1, "111.1"), (1, "−6.65"), (1, "3.78")]
