@@ -50,13 +50,12 @@ class _Hashing:
 class Checkpoint:
     """The checkpoint of one run: `load` what a cut-off attempt left, `save_if_due` as it goes."""
 
-    def __init__(self, out, run, every: float | None = None):
+    def __init__(self, out, run):
         folder = experiment_dir(out, run.experiment) / "checkpoints"
         self.path, self.meta = folder / f"{run.run_id}.pkl", folder / f"{run.run_id}.json"
         self.run_id, self.settings = run.run_id, json.loads(json.dumps(run.settings))
-        self.every = CHECKPOINT_EVERY if every is None else every
         self.start, self.earlier = time.perf_counter(), 0.0
-        self.due = self.start + self.every
+        self.due = self.start + CHECKPOINT_EVERY
         self.failed = False
 
     def elapsed(self) -> float:
@@ -112,7 +111,7 @@ class Checkpoint:
         now = time.perf_counter()
         if self.failed or now < self.due:
             return
-        self.due = now + self.every
+        self.due = now + CHECKPOINT_EVERY
         try:
             sha = self._write_pickle((agent, env, state))
             write_atomic_text(self.meta, json.dumps(
