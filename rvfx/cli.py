@@ -281,24 +281,27 @@ def _configs_dir() -> Path:
                                             "differ from the results")
 def report(results_dir, out, claims_path, readme, strict, check):
     """Test every claim of claims.yaml on the result tables: verdicts in OUT/report.md and OUT/report.html."""
-    from rvfx import report as rep
+    from rvfx.report.claims import evaluate
+    from rvfx.report.readme import check_files, write_files
+    from rvfx.report.registry import RegistryError, load_registry
+    from rvfx.report.render import summary_line
     readme_path = Path(readme) if readme else None
     try:
-        registry = rep.load_registry(claims_path)
-        outcomes = rep.evaluate(registry, Path(results_dir))
+        registry = load_registry(claims_path)
+        outcomes = evaluate(registry, Path(results_dir))
         if check:
-            problems = rep.check_files(registry, outcomes, Path(out), readme_path, Path(results_dir))
+            problems = check_files(registry, outcomes, Path(out), readme_path, Path(results_dir))
         else:
             problems = []
-            click.echo("report: " + ", ".join(str(p) for p in rep.write_files(registry, outcomes, Path(out),
-                                                                                readme_path)))
-    except rep.RegistryError as err:
+            click.echo("report: " + ", ".join(str(p) for p in write_files(registry, outcomes, Path(out),
+                                                                            readme_path)))
+    except RegistryError as err:
         _fail(str(err), 2)
     except _unreadable_tables() as err:
         _fail(_unreadable(results_dir, _experiments_in(results_dir), err), 2)
     for line in problems:
         click.echo(line, err=True)
-    click.echo(rep.summary_line(outcomes))
+    click.echo(summary_line(outcomes))
     failing = [o for o in outcomes if o.verdict != "holds"] if strict else []
     for o in failing:
         click.echo(f"  {o.claim['id']}: {o.verdict}" + (f" ({o.problem})" if o.problem else ""), err=True)
@@ -316,11 +319,12 @@ def report(results_dir, out, claims_path, readme, strict, check):
 def export(results_dir, out, claims_path, scale):
     """Copy the per-run tables the claims read (runs.csv and small per-run tables, none per episode)
     from RESULTS into OUT, so that `rvfx report --results OUT` recomputes every verdict on a clone."""
-    from rvfx import report as rep
+    from rvfx.report.export import export_tables
+    from rvfx.report.registry import RegistryError, load_registry
     try:
-        registry = rep.load_registry(claims_path)
-        written = rep.export(registry, Path(results_dir), Path(out), scale)
-    except rep.RegistryError as err:
+        registry = load_registry(claims_path)
+        written = export_tables(registry, Path(results_dir), Path(out), scale)
+    except RegistryError as err:
         _fail(str(err), 2)
     except _unreadable_tables() as err:
         _fail(_unreadable(results_dir, _experiments_in(results_dir), err), 2)

@@ -14,20 +14,12 @@ from click.testing import CliRunner
 from rvfx.cli import main
 from rvfx.core.live import log_grid
 from rvfx.figures import FIGURES
-from rvfx.report import (
-    README_GROUPS,
-    Estimate,
-    RegistryError,
-    block_markdown,
-    combine,
-    evaluate_claim,
-    load_registry,
-    order_verdict,
-    paper_numbers,
-    readme_blocks,
-    rule_verdict,
-    stray_numbers,
-)
+from rvfx.report.claims import combine, evaluate_claim
+from rvfx.report.readme import paper_numbers, readme_blocks, stray_numbers
+from rvfx.report.registry import RegistryError, load_registry
+from rvfx.report.render import README_GROUPS, block_markdown
+from rvfx.report.rules import order_verdict, rule_verdict
+from rvfx.report.statistics import Estimate
 
 CLAIMS = CONFIGS.parent / "claims.yaml"
 RULES = yaml.safe_load(CLAIMS.read_text())["rules"]

@@ -1,0 +1,128 @@
+"""A claim evaluated on the result tables: its rows selected and grouped, each group's statistic
+estimated and judged by the claim's rule (a Row), the groups combined into the claim's verdict (an
+Outcome), inconclusive and naming what lacks when the results are missing or partial."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from rvfx.experiment.results import missing_runs
+from rvfx.report.rules import GROUP_RULES, order_verdict, rule_verdict
+from rvfx.report.statistics import STATISTICS, level
+from rvfx.report.tables import claim_table, select, where_text
+
+
+@dataclass
+class Row:
+    """One tested group of a claim (`by`): its estimates (one per compared level for order/best_in)."""
+    label: str
+    estimates: list       # [(level label, Estimate)]
+    verdict: str
+    why: str
+
+
+@dataclass
+class Outcome:
+    claim: dict
+    verdict: str
+    rows: list
+    problem: str = ""     # what is missing or partial; empty when the results are complete
+
+
+def _boot(rules: dict) -> dict:
+    b = rules["bootstrap"]
+    return {"n_boot": b["resamples"], "seed": b["seed"], "level": rules["level"]}
+
+
+def _matches(value, entry) -> bool:
+    return value == entry or str(value) == str(entry)
+
+
+def judge_group(claim: dict, rules: dict, label: str, df: pd.DataFrame) -> Row:
+    """Estimate the claim's statistic on one group of rows and apply its rule."""
+    stat, rule = claim["statistic"], claim["rule"]
+    estimate, scale = STATISTICS[stat["kind"]][0], STATISTICS[stat["kind"]][3]
+    boot = _boot(rules)
+    if rule["kind"] not in GROUP_RULES:
+        e = estimate(df, stat, boot)
+        return Row(label, [("", e)], *rule_verdict(rule, rules, e, scale))
+    col = claim["group"]
+    levels = sorted(df[col].dropna().unique())
+    ests = {lv: estimate(df[df[col] == lv], stat, boot) for lv in levels}
+    shown = [(level(lv), ests[lv]) for lv in levels]
+    if rule["kind"] == "order":
+        wanted = [[lv] for lv in levels] if rule["tiers"] == "ascending" else \
+            [t if isinstance(t, list) else [t] for t in rule["tiers"]]
+        tiers = []
+        for tier in wanted:
+            found = [next((lv for lv in levels if _matches(lv, entry)), None) for entry in tier]
+            absent = [str(entry) for entry, lv in zip(tier, found) if lv is None]
+            if absent:
+                return Row(label, shown, "inconclusive", f"no runs with {col} = {', '.join(absent)}")
+            tiers.append([(level(lv), ests[lv]) for lv in found])
+        return Row(label, [pair for tier in tiers for pair in tier], *order_verdict(tiers))
+    in_set = set(select(df, rule["set"])[col])
+    inside = [lv for lv in levels if lv in in_set and not np.isnan(ests[lv].value)]
+    outside = [lv for lv in levels if lv not in in_set and not np.isnan(ests[lv].value)]
+    if not inside or not outside:
+        return Row(label, shown, "inconclusive", f"no estimate {'in' if not inside else 'outside'} the set")
+    best_in, best_out = (min(side, key=lambda lv: ests[lv].value) for side in (inside, outside))
+    return Row(label, shown, *order_verdict([[(level(best_in), ests[best_in])],
+                                             [(level(best_out), ests[best_out])]]))
+
+
+def combine(verdicts: list, aggregate: str) -> str:
+    """all: holds when every group holds, differs when any differs; any: holds when some group holds,
+    differs when every group differs; otherwise inconclusive."""
+    if aggregate == "any":
+        return ("holds" if "holds" in verdicts else
+                "differs" if all(v == "differs" for v in verdicts) else "inconclusive")
+    return ("differs" if "differs" in verdicts else
+            "holds" if all(v == "holds" for v in verdicts) else "inconclusive")
+
+
+def evaluate_claim(claim: dict, rules: dict, results: Path) -> Outcome:
+    """The claim's verdict from the tables under `results` (inconclusive, naming what lacks, when the
+    results are missing or partial)."""
+    source = f"{claim['experiment']}/{claim.get('table', 'runs')}" if "experiment" in claim else claim["table"]
+    try:
+        df = select(claim_table(claim, results), claim.get("where", []))
+    except FileNotFoundError as err:
+        return Outcome(claim, "inconclusive", [], f"missing: {_relative(err, results)}")
+    except (KeyError, NameError) as err:
+        return Outcome(claim, "inconclusive", [], f"missing: {source} has no column {err}")
+    if df.empty:
+        return Outcome(claim, "inconclusive", [],
+                       f"missing: no rows of {source} with {where_text(claim.get('where', []))}")
+    by = claim.get("by", [])
+    groups = df.groupby(by, dropna=False, sort=True) if by else [((), df)]
+    rows = [judge_group(claim, rules, ", ".join(f"{c} = {level(v)}" for c, v in zip(by, key)), g)
+            for key, g in ((k if isinstance(k, tuple) else (k,), g) for k, g in groups)]
+    verdict = combine([r.verdict for r in rows], claim.get("aggregate", "all"))
+    lacking = missing_runs(results, claim["experiment"]) if "experiment" in claim else None
+    if lacking:
+        return Outcome(claim, "inconclusive", rows,
+                       f"partial: the tables lack {_relative(lacking, results)}; on the runs present: {verdict}")
+    return Outcome(claim, verdict, rows)
+
+
+@functools.cache
+def _evaluate_computed(claim_yaml: str, rules_yaml: str) -> Outcome:
+    """A claim on a computed table reads no results: evaluated once per process (keyed by its text)."""
+    return evaluate_claim(yaml.safe_load(claim_yaml), yaml.safe_load(rules_yaml), Path())
+
+
+def _relative(text, results: Path) -> str:
+    """`text` with the results folder written RESULTS, so the report reads the same wherever it lies."""
+    return str(text).replace(str(results), "RESULTS")
+
+
+def evaluate(registry: dict, results: Path) -> list:
+    rules = registry["rules"]
+    return [evaluate_claim(c, rules, Path(results)) if "experiment" in c
+            else _evaluate_computed(yaml.safe_dump(c), yaml.safe_dump(rules)) for c in registry["claims"]]

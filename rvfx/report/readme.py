@@ -1,0 +1,128 @@
+"""The files: report.md and report.html written, or checked against a recomputation; a README's
+report blocks filled or checked, and the numbers of the result tables it copies outside them found."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from rvfx.experiment.results import write_atomic_text
+from rvfx.figures import FIGURES
+from rvfx.report.registry import RegistryError
+from rvfx.report.render import README_GROUPS, block_markdown, render_html, render_markdown
+from rvfx.report.statistics import num
+
+MARKER = re.compile(r"<!-- report:begin (\S+) -->\n(.*?)<!-- report:end -->", re.S)
+
+
+def readme_blocks(text: str) -> list:
+    """(claim id, content) of every <!-- report:begin ID --> ... <!-- report:end --> block."""
+    return [(m.group(1), m.group(2)) for m in MARKER.finditer(text)]
+
+
+def _blocks(registry: dict, outcomes: list) -> dict:
+    """What each claim's README block holds."""
+    return {o.claim["id"]: block_markdown(o, registry["rules"], README_GROUPS) + "\n" for o in outcomes}
+
+
+def fill_readme(text: str, registry: dict, outcomes: list) -> str:
+    """`text` with every marked block replaced by its claim's block_markdown."""
+    blocks = _blocks(registry, outcomes)
+    unknown = [cid for cid, _ in readme_blocks(text) if cid not in blocks]
+    if unknown:
+        raise RegistryError(f"README blocks name no claim: {', '.join(unknown)}")
+    return MARKER.sub(lambda m: f"<!-- report:begin {m.group(1)} -->\n{blocks[m.group(1)]}<!-- report:end -->", text)
+
+
+# a number, with its sign when one stands before it ("−3.78", not the hyphen of "1,100-1,900")
+NUMBER = re.compile(r"(?:(?<![\w.,])[-−+](?=\d))?(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w.]*\w)")
+
+
+def _plain(token: str) -> str:
+    """A printed number as compared: no thousands commas, ASCII minus, no plus."""
+    return token.replace(",", "").replace("−", "-").lstrip("+")
+
+
+def _significant_digits(token: str) -> int:
+    digits = _plain(token).lstrip("-")
+    if "." in digits:
+        return len(digits.replace(".", "").lstrip("0"))
+    return len(digits.lstrip("0").rstrip("0"))
+
+
+def paper_numbers(outcomes: list, results: Path, figures: Path) -> set[str]:
+    """The numbers the paper tables print (commas dropped): every estimate and CI end as the report
+    prints them, and every number of the summary tables (`figures`/<figure id>*.md) of the figures
+    whose experiments all have their tables in `results`."""
+    values = {num(x) for o in outcomes for r in o.rows for _, e in r.estimates for x in (e.value, e.lo, e.hi)}
+    have = {p.name for p in results.glob("*") if (p / "runs.csv").exists()}
+    for table in sorted(figures.glob("*.md")):
+        fig = _figure_of_table(table.stem)
+        if fig is not None and fig.experiments and set(fig.experiments) <= have:
+            values.update(NUMBER.findall(table.read_text(encoding="utf-8")))
+    return {_plain(v) for v in values}
+
+
+def _figure_of_table(stem: str):
+    """The figure whose table `stem` is: the longest figure id equal to it or followed by "_"
+    (deepsea_tabular_scaling_slopes is deepsea_tabular_scaling's, not deepsea_tabular's)."""
+    ids = [i for i in FIGURES if stem == i or stem.startswith(i + "_")]
+    return FIGURES[max(ids, key=len)] if ids else None
+
+
+def stray_numbers(text: str, numbers: set[str]) -> list[tuple[int, str]]:
+    """(line, number) of each number outside the report blocks of `text` that is printed in
+    `numbers`, as a copy of a table would be; only numbers of three significant digits or more
+    ("2.35", "0.220", "1,364"): "0.5" or "20" are too common to tell."""
+    outside = MARKER.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    return [(i, token) for i, line in enumerate(outside.splitlines(), 1) for token in NUMBER.findall(line)
+            if _significant_digits(token) >= 3 and _plain(token) in numbers]
+
+
+def write_files(registry: dict, outcomes: list, out: Path, readme: Path | None = None) -> list:
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "report.md", out / "report.html"]
+    write_atomic_text(written[0], render_markdown(registry, outcomes, out))
+    write_atomic_text(written[1], render_html(registry, outcomes, out))
+    if readme is not None:
+        write_atomic_text(readme, fill_readme(readme.read_text(encoding="utf-8"), registry, outcomes))
+        written.append(readme)
+    return written
+
+
+def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None = None,
+                results: Path | None = None) -> list:
+    """One line per disagreement between the recomputed report and the files in `out` (and the
+    README's blocks), and per number of the paper tables (those of `results`) that the README
+    quotes outside its blocks; empty when they all agree."""
+    problems = []
+    for name, text in (("report.md", render_markdown(registry, outcomes, out)),
+                       ("report.html", render_html(registry, outcomes, out))):
+        path = out / name
+        if not path.exists():
+            problems.append(f"{path}: missing (run rvfx report without --check)")
+        elif path.read_text(encoding="utf-8") != text:
+            old = path.read_text(encoding="utf-8").splitlines()
+            new = text.splitlines()
+            i = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+            problems.append(f"{path}:{i + 1}: differs from the recomputed report")
+    if readme is not None:
+        blocks = _blocks(registry, outcomes)
+        for cid, content in readme_blocks(readme.read_text(encoding="utf-8")):
+            if cid not in blocks:
+                problems.append(f"{readme}: block {cid} names no claim")
+            elif content != blocks[cid]:
+                problems.append(f"{readme}: block {cid} differs from the results: "
+                                f"{_first_difference(content, blocks[cid])}")
+        if results is not None:
+            numbers = paper_numbers(outcomes, results, out)
+            problems += [f"{readme}:{line}: {token} is a number of the result tables outside a report block "
+                         f"(quote it through <!-- report:begin ID -->, or link the table)"
+                         for line, token in stray_numbers(readme.read_text(encoding="utf-8"), numbers)]
+    return problems
+
+
+def _first_difference(old: str, new: str) -> str:
+    for a, b in zip(old.splitlines(), new.splitlines()):
+        if a != b:
+            return f"{a.strip()!r} should be {b.strip()!r}"
+    return "length differs"

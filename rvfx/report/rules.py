@@ -1,0 +1,128 @@
+"""The verdict rules (RULES): an Estimate against a rule's target, or estimates in a stated order
+(GROUP_RULES), judged with claims.yaml's constants as holds, differs or inconclusive; `nat` and `ci`
+print an estimate in its statistic's natural units."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rvfx.report.statistics import STATISTICS, Estimate, num
+
+
+def _scaled(t: float, scale: str) -> float:
+    return math.log2(t) if scale == "log2" else float(t)
+
+
+def nat(x: float, scale: str) -> float:
+    return 2.0 ** x if scale == "log2" and not np.isnan(x) else x
+
+
+def _edge(x: float, scale: str) -> str:
+    """A rule's constant (target, band end) in the statistic's natural units."""
+    return num(2.0 ** x) if scale == "log2" else f"{x:g}"
+
+
+def _target(rule: dict) -> str:
+    return f"{rule['target']:g}"
+
+
+def ci(e: Estimate, scale: str) -> str:
+    return f"[{num(nat(e.lo, scale))}, {num(nat(e.hi, scale))}]"
+
+
+def rule_verdict(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
+    """(verdict, why) of a one-estimate rule (about, below, at_most, inequality, most, few)."""
+    kind, interval = rule["kind"], ci(e, scale)
+    if np.isnan(e.value) or np.isnan(e.lo) or np.isnan(e.hi):
+        return "inconclusive", f"not computable ({e.detail})" if e.detail else "not computable"
+    if kind in ("most", "few"):
+        most = e.value >= consts["most"]["at_least"] and e.lo > consts["most"]["excludes_few_above"]
+        few = e.value <= consts["few"]["at_most"] and e.hi < consts["few"]["excludes_most_below"]
+        holds, differs = (most, few) if kind == "most" else (few, most)
+        why = f"fraction {num(e.value)} ({e.detail}), CI {interval}"
+        return ("holds" if holds else "differs" if differs else "inconclusive"), why
+    t = _scaled(rule["target"], scale)
+    if kind == "about":
+        h = consts["about"]["half_width"]
+        band = f"[{_edge(t - h, scale)}, {_edge(t + h, scale)}]"
+        if e.hi < t - h or e.lo > t + h:
+            return "differs", f"CI {interval} misses {band}"
+        if e.hi - e.lo > consts["about"]["max_ci_width"]:
+            return "inconclusive", f"CI {interval} overlaps {band} but is wider than it"
+        return "holds", f"CI {interval} overlaps {band}"
+    if kind == "below":
+        edge = t - consts["below"]["margin"]
+        if e.hi < edge:
+            return "holds", f"CI {interval} lies below {_edge(edge, scale)}"
+        if e.lo >= edge:
+            return "differs", f"CI {interval} lies at or above {_edge(edge, scale)}"
+        return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
+    if kind == "at_most":
+        edge = t + consts["at_most"]["margin"]
+        if e.hi <= edge:
+            return "holds", f"CI {interval} lies at or below {_edge(edge, scale)}"
+        if e.lo > edge:
+            return "differs", f"CI {interval} lies above {_edge(edge, scale)}"
+        return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
+    upper = rule["op"] == "<="           # inequality, exact
+    ok, bad = (e.hi <= t, e.lo > t) if upper else (e.lo >= t, e.hi < t)
+    side = "at or below" if upper else "at or above"
+    if ok:
+        return "holds", f"CI {interval} lies {side} {_target(rule)}"
+    if bad:
+        return "differs", f"CI {interval} lies beyond {_target(rule)}"
+    return "inconclusive", f"CI {interval} straddles {_target(rule)}"
+
+
+def order_verdict(tiers: list) -> tuple[str, str]:
+    """(verdict, why) of tiers [[(label, Estimate), ...], ...] stated in increasing order."""
+    holds, reversed_ = True, []
+    for lower, upper in zip(tiers, tiers[1:]):
+        for a, ea in lower:
+            for b, eb in upper:
+                if ea.hi < eb.lo:
+                    continue
+                holds = False
+                if eb.hi < ea.lo:
+                    reversed_.append(f"{b} < {a}")
+    stated = " < ".join(", ".join(label for label, _ in tier) for tier in tiers)
+    if reversed_:
+        return "differs", f"reversed with non-overlapping CIs: {'; '.join(reversed_)}"
+    if holds:
+        return "holds", f"{stated}, CIs not overlapping"
+    return "inconclusive", f"CIs overlap: {stated} not established"
+
+
+def describe_rule(claim: dict, consts: dict) -> str:
+    rule, scale = claim["rule"], STATISTICS[claim["statistic"]["kind"]][3]
+    kind = rule["kind"]
+    if kind == "order":
+        tiers = rule["tiers"]
+        stated = ("increasing in " + claim["group"] if tiers == "ascending" else
+                  " < ".join(", ".join(map(str, t)) if isinstance(t, list) else str(t) for t in tiers))
+        return f"order: {stated}, with non-overlapping 95% CIs"
+    if kind == "best_in":
+        return f"best in set: the lowest group has {rule['set']}, its CI below the best other group's"
+    if kind == "most":
+        c = consts["most"]
+        return f"most: fraction >= {c['at_least']:g} and CI lower end > {c['excludes_few_above']:g}"
+    if kind == "few":
+        c = consts["few"]
+        return f"few: fraction <= {c['at_most']:g} and CI upper end < {c['excludes_most_below']:g}"
+    t = _scaled(rule["target"], scale)
+    if kind == "about":
+        h = consts["about"]["half_width"]
+        return (f"about {_target(rule)}: the 95% CI overlaps "
+                f"[{_edge(t - h, scale)}, {_edge(t + h, scale)}]")
+    if kind == "below":
+        return f"below {_target(rule)}: the 95% CI lies below {_edge(t - consts['below']['margin'], scale)}"
+    if kind == "at_most":
+        return (f"at most about {_target(rule)}: the 95% CI lies at or below "
+                f"{_edge(t + consts['at_most']['margin'], scale)}")
+    return f"inequality {rule['op']} {_target(rule)}, exact: the 95% CI lies on that side"
+
+
+RULES = {"about": {"target"}, "below": {"target"}, "at_most": {"target"}, "inequality": {"op", "target"},
+         "order": {"tiers"}, "best_in": {"set"}, "most": set(), "few": set()}
+GROUP_RULES = {"order", "best_in"}

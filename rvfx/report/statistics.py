@@ -1,0 +1,187 @@
+"""The statistics a claim may estimate (STATISTICS: estimator, parameters, scale), each an Estimate with
+its 95% interval; and `num` and `level`, how the report prints a number and a group's level, here
+because the estimators' details are the first text that prints them."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rvfx.analysis.stats import (
+    bootstrap_ci,
+    censored_median,
+    clopper_pearson,
+    fit_exponential,
+    fit_loglog,
+    plateau_k,
+)
+from rvfx.figures.common import learning_times
+from rvfx.report.tables import select, where_text
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float          # on the statistic's scale: log2 for ratios and ensemble sizes
+    lo: float
+    hi: float
+    n: int                # runs (or samples) behind it
+    detail: str = ""
+
+
+def num(x) -> str:
+    """About three significant figures, thousands separated; n/a for NaN."""
+    x = float(x)
+    if np.isnan(x):
+        return "n/a"
+    if np.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    if abs(x) < 1e-12:         # rounding noise of an exact zero
+        return "0"
+    if abs(x) < 1e-3:
+        return f"{x:.2e}"
+    return f"{x:,.{max(0, 2 - math.floor(math.log10(abs(x))))}f}"
+
+
+def level(v) -> str:
+    if isinstance(v, (float, np.floating)):
+        return "–" if np.isnan(v) else f"{v:g}"
+    return str(v)
+
+
+def _levels(values) -> str:
+    return " ".join(level(float(v)) for v in values)
+
+
+def _mean(df, p, boot) -> Estimate:
+    col = p["column"]
+    strata = ([g[col].to_numpy(float) for _, g in df.groupby(p["strata"])] if "strata" in p
+              else [df[col].to_numpy(float)])
+    return Estimate(*bootstrap_ci(strata, lambda s: float(np.concatenate(s).mean()), **boot), len(df))
+
+
+def _minimum(df, p, boot) -> Estimate:
+    v = float(df[p["column"]].min())
+    return Estimate(v, v, v, len(df), "computed exactly")
+
+
+def _fraction(df, p, boot) -> Estimate:
+    ok = df.eval(p["criterion"]).eq(True)          # a missing value does not meet it
+    k, n = int(ok.sum()), len(ok)
+    return Estimate(k / n, *clopper_pearson(k, n, boot["level"]), n, f"{k}/{n}")
+
+
+def _slope(df, p, boot) -> Estimate:
+    fitter = fit_exponential if p.get("growth") == "exponential" else fit_loglog
+    fit = fitter(df[p["x"]].to_numpy(float), learning_times(df), boot["n_boot"], boot["seed"], boot["level"])
+    detail = f"{p['x']} fitted: {_levels(fit.sizes_used)}"
+    if fit.sizes_censored:
+        detail += f"; censored median at {_levels(fit.sizes_censored)}"
+    return Estimate(fit.slope, fit.lo, fit.hi, len(df), detail)
+
+
+def _log_median_slope(xs: np.ndarray, samples) -> float:
+    meds = np.array([censored_median(s) for s in samples])
+    return float(np.polyfit(np.log(xs), np.log(meds), 1)[0]) if np.all(np.isfinite(meds)) else np.nan
+
+
+def _slope_difference(df, p, boot) -> Estimate:
+    """Slope of a's log median learning time on log x minus b's, over the sizes whose median each
+    side has uncensored (fit_loglog's choice), bootstrapped together."""
+    x, sides = p["x"], [df[df[p["compare"]] == p[k]] for k in ("a", "b")]
+    xs, samples = [], []
+    for side in sides:
+        used = np.array(fit_loglog(side[x].to_numpy(float), learning_times(side), n_boot=0).sizes_used)
+        xs.append(used)
+        samples += [learning_times(side[side[x] == u]) for u in used]
+    if min(len(u) for u in xs) < 2:
+        return Estimate(np.nan, np.nan, np.nan, len(df), "fewer than 2 uncensored sizes on a side")
+    k = len(xs[0])
+
+    def diff(s):
+        return _log_median_slope(xs[0], s[:k]) - _log_median_slope(xs[1], s[k:])
+    detail = f"{p['x']} fitted: {_levels(xs[0])} ({p['a']}), {_levels(xs[1])} ({p['b']})"
+    return Estimate(*bootstrap_ci(samples, diff, **boot), len(df), detail)
+
+
+def _ratio(df, p, boot) -> Estimate:
+    col = p["column"]
+    numerator, ref = select(df, p["numerator"]), select(df, p["reference"])
+    if numerator.empty or ref.empty or numerator.index.intersection(ref.index).size:
+        return Estimate(np.nan, np.nan, np.nan, len(df), "numerator and reference are not two distinct sets of runs")
+    detail = f"{num(numerator[col].mean())} ({where_text(p['numerator'])}) / {num(ref[col].mean())} ({p['reference']})"
+    return Estimate(*bootstrap_ci([numerator[col], ref[col]], lambda s: math.log2(s[0].mean() / s[1].mean()), **boot),
+                    len(numerator) + len(ref), detail)
+
+
+def _ratio_to_best(df, p, boot) -> Estimate:
+    col = p["column"]
+    numerator, cand = select(df, p["numerator"]), select(df, p["candidates"])
+    if numerator.empty or cand.empty:
+        return Estimate(np.nan, np.nan, np.nan, len(df), "no runs for the numerator or the candidates")
+    groups = {k: g[col].to_numpy(float) for k, g in cand.groupby(p["over"])}
+    best = min(groups, key=lambda k: groups[k].mean())
+    detail = f"{num(numerator[col].mean())} / {num(groups[best].mean())} (best {p['over']} = {level(best)})"
+    return Estimate(*bootstrap_ci([numerator[col].to_numpy(float), *groups.values()],
+                                  lambda s: math.log2(s[0].mean() / min(g.mean() for g in s[1:])), **boot),
+                    len(numerator) + len(cand), detail)
+
+
+def _breakdown(df, p, boot) -> Estimate:
+    """Smallest x at which fewer than half the runs meet the criterion (+inf when none in the grid)."""
+    xs = np.sort(df[p["x"]].unique())
+    flags = [df.loc[df[p["x"]] == x].eval(p["criterion"]).eq(True).to_numpy(float) for x in xs]
+
+    def first_failing(s):
+        return next((float(x) for x, f in zip(xs, s) if f.mean() < 0.5), np.inf)
+    return Estimate(*bootstrap_ci(flags, first_failing, **boot), len(df), f"{p['x']} grid: {_levels(xs)}")
+
+
+def _plateau(df, p, boot) -> Estimate:
+    """log2 of Fig. 14's plateau K: the smallest K whose median learning time is within 1.2x of the best."""
+    ks = np.sort(df[p["x"]].unique())
+    times = [learning_times(df[df[p["x"]] == k]) for k in ks]
+
+    def log2_plateau(s):
+        k = plateau_k(list(ks), [censored_median(t) for t in s])
+        return math.log2(k) if k is not None else np.nan
+    return Estimate(*bootstrap_ci(times, log2_plateau, **boot), len(df), f"{p['x']} grid: {_levels(ks)}")
+
+
+# kind -> (estimator, required parameters, optional parameters, scale)
+STATISTICS = {
+    "mean": (_mean, {"column"}, {"strata"}, "linear"),
+    "min": (_minimum, {"column"}, set(), "linear"),
+    "fraction": (_fraction, {"criterion"}, set(), "linear"),
+    "slope": (_slope, {"x"}, {"growth"}, "linear"),
+    "slope_difference": (_slope_difference, {"x", "compare", "a", "b"}, set(), "linear"),
+    "ratio": (_ratio, {"column", "numerator", "reference"}, set(), "log2"),
+    "ratio_to_best": (_ratio_to_best, {"column", "numerator", "candidates", "over"}, set(), "log2"),
+    "breakdown": (_breakdown, {"x", "criterion"}, set(), "linear"),
+    "plateau": (_plateau, {"x"}, set(), "log2"),
+}
+
+
+def describe_statistic(p: dict) -> str:
+    kind = p["kind"]
+    if kind == "mean":
+        return f"mean {p['column']} over runs" + (f" (resampled within each {p['strata']})" if "strata" in p else "")
+    if kind == "min":
+        return f"minimum of {p['column']}"
+    if kind == "fraction":
+        return f"fraction of runs with {p['criterion']}"
+    if kind == "slope":
+        if p.get("growth") == "exponential":
+            return f"log2 of the growth factor per unit of {p['x']} of the median learning time (1 for 2^N)"
+        return f"slope of log median learning time on log {p['x']}"
+    if kind == "slope_difference":
+        return (f"slope of log median learning time on log {p['x']}: {p['compare']} = {p['a']} "
+                f"minus {p['compare']} = {p['b']}")
+    if kind == "ratio":
+        return f"mean {p['column']} at {where_text(p['numerator'])} over at {p['reference']}"
+    if kind == "ratio_to_best":
+        return (f"mean {p['column']} of {p['numerator']} over that of the best {p['over']} "
+                f"among {p['candidates']}")
+    if kind == "breakdown":
+        return f"smallest {p['x']} at which fewer than half the runs have {p['criterion']}"
+    return f"the plateau {p['x']}: the smallest whose median learning time is within 1.2x of the best"

@@ -1,0 +1,93 @@
+"""The tables a claim reads: a result CSV as written (or exported), one DERIVED from an experiment's
+per-episode table when that is not written, or one COMPUTED without an experiment; and `select`, the
+filter of a claim's `where`, with `where_text` to print it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rvfx.analysis.bounds import first_bound, second_bound
+from rvfx.analysis.final_return import LEARNT_RETURN, final_returns
+from rvfx.experiment.results import experiment_dir, load_spec_value, load_table
+
+
+def _final_returns(results: Path, experiment: str) -> pd.DataFrame:
+    """Figs. 16-17's per-run summary: mean return over the last 10% of episodes, and learnt (>= 100)."""
+    final = final_returns(load_table(results, experiment, "episodes")).rename("final_return")
+    runs = load_table(results, experiment, "runs").join(final, on="run_id")
+    return runs.assign(learnt=runs["final_return"] >= LEARNT_RETURN)
+
+
+def _regret_over_bounds(results: Path, experiment: str) -> pd.DataFrame:
+    """Theorem 1: each run's cumulative regret over eqs. 6.1 and 6.2 (whose mean over runs, the
+    Bayesian regret over the bound, must stay <= 1) at two L per decade of the theorem's "for all
+    L" (the first logged episode at or after 1, sqrt 10, 10, ...) and the last, so that the table
+    stays small enough to commit at paper scale (`export`)."""
+    from rvfx.figures.regret_bound import ENV_KEYS
+    eps = load_table(results, experiment, "episodes")
+    logged = np.sort(eps["episode"].unique())
+    targets = 10.0 ** (np.arange(np.floor(2 * np.log10(logged[-1])) + 1) / 2)
+    kept = set(logged[np.searchsorted(logged, targets)].tolist())
+    eps = eps[eps["episode"].isin(kept) | (eps["episode"] == eps.groupby("run_id")["episode"].transform("max"))]
+    parts = []
+    for shape, g in eps.groupby(ENV_KEYS, sort=False):       # (H, |X|, |A|, beta) per environment
+        shape = [float(v) for v in shape]
+        parts.append(g.assign(regret_over_eq_6_1=g["cum_regret"] / first_bound(g["episode"], *shape),
+                              regret_over_eq_6_2=g["cum_regret"] / second_bound(g["episode"], *shape)))
+    return pd.concat(parts)
+
+
+DERIVED = {"final_returns": _final_returns, "regret_over_bounds": _regret_over_bounds}
+
+
+def _fig18_optimism_margin() -> pd.DataFrame:
+    """int_a^inf (G - F) ds on Fig. 18's grid of a (condition 2 of the stochastic-optimism lemma)."""
+    from rvfx.figures.beta_vs_normal import optimism_margin
+    a = np.linspace(-1.5, 2.5, 81)
+    return pd.DataFrame({"a": a, "margin": optimism_margin(a)})
+
+
+COMPUTED = {"fig18_optimism_margin": _fig18_optimism_margin}
+
+
+def claim_table(claim: dict, results: Path) -> pd.DataFrame:
+    """The claim's table, with every unswept env parameter of the resolved spec as a column and
+    `learnt` (eq. 7.1 within the budget) beside `censored`."""
+    name = claim.get("table", "runs")
+    if "experiment" not in claim:
+        return COMPUTED[name]()
+    exp = claim["experiment"]
+    df = experiment_table(results, exp, name)
+    env = load_spec_value(results, exp, ("env",)) or {}
+    df = df.assign(**{f"env.{k}": v for k, v in env.items()
+                      if k != "name" and f"env.{k}" not in df and not isinstance(v, (dict, list))})
+    if "learnt" not in df and "censored" in df and df["censored"].dtype == bool:
+        df = df.assign(learnt=~df["censored"])
+    return df
+
+
+def experiment_table(results: Path, experiment: str, name: str) -> pd.DataFrame:
+    """A table of the experiment as written (collected, or exported), else derived (DERIVED) from
+    its per-episode table."""
+    if name in DERIVED and not (experiment_dir(results, experiment) / f"{name}.csv").exists():
+        return DERIVED[name](results, experiment)
+    return load_table(results, experiment, name)
+
+
+def select(df: pd.DataFrame, where) -> pd.DataFrame:
+    """Rows passing every filter: a pandas query string, or {column: min | max | value}."""
+    for f in where if isinstance(where, list) else [where]:
+        if isinstance(f, str):
+            df = df.query(f)
+            continue
+        for col, v in f.items():
+            target = df[col].min() if v == "min" else df[col].max() if v == "max" else v
+            df = df[df[col] == target]
+    return df
+
+
+def where_text(where) -> str:
+    parts = where if isinstance(where, list) else [where]
+    return " and ".join(p if isinstance(p, str) else ", ".join(f"{c} = {v}" for c, v in p.items()) for p in parts)
