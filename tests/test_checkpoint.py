@@ -108,19 +108,20 @@ def test_a_run_cut_after_a_checkpoint_resumes_there_with_identical_tables(tmp_pa
     assert "episodes.csv" in shard_bytes(out, run) and "diagnostics.csv" in shard_bytes(out, run)
     assert not ckpt.path.exists()                                     # removed with the shard written
 
-    damaged = tmp_path / "damaged"
-    with pytest.raises(Cut):
-        run_and_store(run, damaged, cut_at(4))
-    path = checkpoint.Checkpoint(damaged, run).path
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF                                      # one byte of the pickle
-    path.write_bytes(bytes(data))
-    assert checkpoint.resumable(damaged, [run]) == {}
-    episodes = []
-    assert run_and_store(run, damaged, episodes.append).ok
-    assert episodes == list(range(1, 10))                             # started over
-    assert f"ignoring checkpoint {path}: checksum differs (damaged or half-replaced)" in capsys.readouterr().err
-    assert shard_bytes(damaged, run) == shard_bytes(tmp_path / "whole", run)
+    for where in ("middle", "head"):          # a byte of the data (it unpickles), an opcode (it does not)
+        damaged = tmp_path / f"damaged_{where}"
+        with pytest.raises(Cut):
+            run_and_store(run, damaged, cut_at(4))
+        path = checkpoint.Checkpoint(damaged, run).path
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2 if where == "middle" else 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+        assert checkpoint.resumable(damaged, [run]) == {}
+        episodes = []
+        assert run_and_store(run, damaged, episodes.append).ok
+        assert episodes == list(range(1, 10))                         # started over
+        assert f"ignoring checkpoint {path}: checksum differs (damaged or half-replaced)" in capsys.readouterr().err
+        assert shard_bytes(damaged, run) == shard_bytes(tmp_path / "whole", run)
 
 
 def test_a_checkpoint_of_other_settings_is_not_resumed(tmp_path, monkeypatch, capsys):

@@ -65,15 +65,19 @@ class Checkpoint:
     def exists(self) -> bool:
         return self.path.exists() or self.meta.exists()
 
-    def head(self) -> tuple[dict | None, str | None]:
-        """(the description, None) when the checkpoint verifies, else (None, why not)."""
+    def head(self, hash_pickle: bool = True) -> tuple[dict | None, str | None]:
+        """(the description, None) when the checkpoint verifies, else (None, why not).
+
+        Without `hash_pickle` the pickle's sha256 is left for the caller to check as it reads."""
         try:
             head = json.loads(self.meta.read_text(encoding="utf-8"))
             if head.get("format") != FORMAT:
                 return None, f"not an rvfx checkpoint of format {FORMAT}"
             if head.get("run_id") != self.run_id or head.get("settings") != self.settings:
                 return None, "made for another run or other settings"
-            sha = sha256(self.path)
+            if not self.path.exists():
+                raise FileNotFoundError(None, None, str(self.path))
+            sha = sha256(self.path) if hash_pickle else head.get("sha256")
         except FileNotFoundError as err:
             return None, f"{Path(err.filename).name} missing"
         except (OSError, UnicodeDecodeError, ValueError) as err:
@@ -86,16 +90,21 @@ class Checkpoint:
         """(agent, environment, live state) to resume, or None to start at episode 1."""
         if not self.exists():
             return None
-        head, problem = self.head()
+        head, problem = self.head(hash_pickle=False)     # hashed once, below, as it is read
         if head is not None:
             try:
                 with open(self.path, "rb") as f:
                     hashing = _Hashing(f, hashlib.sha256())
-                    agent, env, state = pickle.load(hashing)
-                    if hashing.read() or hashing.sha.hexdigest() != head["sha256"]:   # read as verified
-                        raise ValueError("changed while being read")
-            except Exception as err:             # a class the code no longer has, ...
-                problem = f"does not load ({type(err).__name__}: {err})"
+                    try:
+                        agent, env, state = pickle.load(hashing)
+                    except Exception as err:     # damaged (told apart below), a class the code no longer has, ...
+                        problem = f"does not load ({type(err).__name__}: {err})"
+                    while hashing.read(1 << 20):     # the rest, so that the whole file is verified
+                        pass
+                if hashing.sha.hexdigest() != head["sha256"]:
+                    problem = "checksum differs (damaged or half-replaced)"
+            except OSError as err:
+                problem = f"unreadable ({type(err).__name__})"
         if problem is not None:
             print(f"run {self.run_id}: ignoring checkpoint {self.path}: {problem}; starting at episode 1",
                   file=sys.stderr, flush=True)
