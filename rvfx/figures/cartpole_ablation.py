@@ -187,19 +187,22 @@ def fig_diagnostics(results, out):
         ax.set_xlabel("episode")
         ax.set_ylabel(ylabel)
     axes[0, 0].axhline(0.0, color="0.5", lw=0.8, ls=":")
+    axes[0, 0].set_yscale("symlog", linthresh=1.0)      # one diverging cell must not flatten the others
     axes[0, 0].legend(fontsize=6, ncol=3)
     q = diag[diag["metric"] == "q_max"]
     probe_kind = np.where(q["probe"].str.startswith("reference_"), "reference swing-up states", q["probe"])
     q = q.assign(kind=probe_kind)
-    spread = q.groupby(["agent", "seed", "episode", "probe", "kind"])["value"].std().reset_index()
-    for kind, g in spread.groupby("kind"):
-        s = g.groupby("episode")["value"].mean()
-        axes[0, 1].plot(s.index, s.values, marker="o", ms=2, label=kind)
-        m = q[q["kind"] == kind].groupby("episode")["value"].mean()
-        axes[1, 0].plot(m.index, m.values, marker="o", ms=2, label=kind)
-    axes[0, 1].set_ylabel("s.d. over members of max_a Q\n(mean over cells, seeds, probes)")
-    axes[1, 0].set_ylabel("max_a Q on probe states\n(mean over cells, seeds, members)")
-    for ax in (axes[0, 1], axes[1, 0]):
+    run = ["agent", "seed", "episode", "kind"]
+    spread = q.groupby([*run, "probe"])["value"].std().groupby(run).mean()     # s.d. over members
+    level = q.groupby(run)["value"].mean()                                     # mean over members
+    for ax, per_run, what in ((axes[0, 1], spread, "s.d. over members of max_a Q"),
+                              (axes[1, 0], level, "max_a Q on probe states, mean over members")):
+        for kind, g in per_run.groupby("kind"):
+            by = g.groupby("episode")
+            ax.plot(by.median().index, by.median().values, marker="o", ms=2, label=kind)
+            ax.fill_between(by.median().index, by.quantile(0.25).values, by.quantile(0.75).values, alpha=0.15)
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylabel(f"{what}\n(median over runs, band: quartiles)")
         ax.set_xlabel("episode")
         ax.legend(fontsize=7)
     fig.suptitle("Cartpole swing-up, Fig. 17 screen: what the ensemble's members believe")
