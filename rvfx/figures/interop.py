@@ -124,6 +124,7 @@ def fig_mountaincar(results, out):
     ax2.set_xticks(range(len(rows)))
     ax2.set_xticklabels([r["agent"] for r in rows])
     ax2.set_ylabel("first episode reaching the flag")
+    ax2.set_yscale("log")                    # the agents' first successes differ by orders of magnitude
     ax2.set_title("median, 95% CI (\u25b3: never, at the budget)")
     fig.tight_layout()
     return save(fig, out, "mountaincar") + write_table(pd.DataFrame(rows), out, "mountaincar_summary")
