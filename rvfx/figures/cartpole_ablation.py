@@ -199,8 +199,9 @@ def fig_diagnostics(results, out):
                               (axes[1, 0], level, "max_a Q on probe states, mean over members")):
         for kind, g in per_run.groupby("kind"):
             by = g.groupby("episode")
-            ax.plot(by.median().index, by.median().values, marker="o", ms=2, label=kind)
-            ax.fill_between(by.median().index, by.quantile(0.25).values, by.quantile(0.75).values, alpha=0.15)
+            median = by.median()
+            ax.plot(median.index, median.values, marker="o", ms=2, label=kind)
+            ax.fill_between(median.index, by.quantile(0.25).values, by.quantile(0.75).values, alpha=0.15)
         ax.set_yscale("symlog", linthresh=1.0)
         ax.set_ylabel(f"{what}\n(median over runs, band: quartiles)")
         ax.set_xlabel("episode")
