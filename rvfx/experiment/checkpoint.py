@@ -24,6 +24,7 @@ from rvfx.experiment.results import experiment_dir, sha256, write_atomic, write_
 
 CHECKPOINT_EVERY = 600.0     # seconds of a run between checkpoints: at most this much is redone
 FORMAT = 1
+DAMAGED = "checksum differs (damaged or half-replaced)"
 
 
 class _Hashing:
@@ -75,15 +76,14 @@ class Checkpoint:
                 return None, f"not an rvfx checkpoint of format {FORMAT}"
             if head.get("run_id") != self.run_id or head.get("settings") != self.settings:
                 return None, "made for another run or other settings"
-            if not self.path.exists():
-                raise FileNotFoundError(None, None, str(self.path))
-            sha = sha256(self.path) if hash_pickle else head.get("sha256")
+            if hash_pickle and sha256(self.path) != head.get("sha256"):
+                return None, DAMAGED
         except FileNotFoundError as err:
             return None, f"{Path(err.filename).name} missing"
         except (OSError, UnicodeDecodeError, ValueError) as err:
             return None, f"unreadable ({type(err).__name__})"
-        if sha != head.get("sha256"):
-            return None, "checksum differs (damaged or half-replaced)"
+        if not self.path.exists():
+            return None, f"{self.path.name} missing"
         return head, None
 
     def load(self):
@@ -102,7 +102,7 @@ class Checkpoint:
                     while hashing.read(1 << 20):     # the rest, so that the whole file is verified
                         pass
                 if hashing.sha.hexdigest() != head["sha256"]:
-                    problem = "checksum differs (damaged or half-replaced)"
+                    problem = DAMAGED
             except OSError as err:
                 problem = f"unreadable ({type(err).__name__})"
         if problem is not None:
