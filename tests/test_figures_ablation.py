@@ -67,6 +67,9 @@ def test_screen_responses_effects_and_figures(tmp_path):
     cells = pd.read_csv(tmp_path / "out" / "cartpole_ablation_cells.csv")
     assert list(cells["cell"]) == [f"c{i:02d}" for i in range(1, 9)] + ["ctl", "reference"]
     assert list(cells["signs ABC"])[:2] == ["---", "--+"] and cells["signs ABC"].iloc[-1] == "control"
+    learnt = cells.set_index("cell")["learnt (mean return >= 100, last 10%; exact 95% CI)"]
+    # Clopper-Pearson at n = 2: 0/2 -> [0, 1 - 0.025^(1/2)], 2/2 -> [0.025^(1/2), 1]
+    assert learnt["c01"] == "0/2 [0.00, 0.84]" and learnt["ctl"] == "2/2 [0.16, 1.00]"
     assert any(str(p).endswith("cartpole_ablation_effects.md") for p in paths)
     chosen = pd.read_csv(tmp_path / "out" / "cartpole_ablation_confirmation.csv")
     # no design cell learns (the control is no candidate): most rewarded episodes per run, 5.5 in
