@@ -70,6 +70,9 @@ def test_screen_responses_effects_and_figures(tmp_path):
     learnt = cells.set_index("cell")["learnt (mean return >= 100, last 10%; exact 95% CI)"]
     # Clopper-Pearson at n = 2: 0/2 -> [0, 1 - 0.025^(1/2)], 2/2 -> [0.025^(1/2), 1]
     assert learnt["c01"] == "0/2 [0.00, 0.84]" and learnt["ctl"] == "2/2 [0.16, 1.00]"
+    # c01's rewarded episodes 2 and 1: mean 1.5, s.e.m. 0.5, t(0.975, 1 d.f.) = 12.71 -> ± 6.35
+    rewarded = cells.set_index("cell")["rewarded episodes (mean, 95% CI over seeds)"]
+    assert rewarded["c01"] == "1.5 [-4.9, 7.9]"
     assert any(str(p).endswith("cartpole_ablation_effects.md") for p in paths)
     chosen = pd.read_csv(tmp_path / "out" / "cartpole_ablation_confirmation.csv")
     # no design cell learns (the control is no candidate): most rewarded episodes per run, 5.5 in

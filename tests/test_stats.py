@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rvfx.analysis.stats import censored_median, fit_growth, fit_loglog, median_ci
+from rvfx.analysis.stats import censored_median, fit_growth, fit_loglog, mean_t_ci, median_ci
 from rvfx.core.live import LearningTime, log_grid
 
 
@@ -86,3 +86,16 @@ def test_median_ci_treats_censored_runs_as_infinite():
     assert med == 140 and lo <= med and hi == np.inf
     med, lo, hi = median_ci(np.array([np.nan, np.nan, 5.0]))
     assert np.isnan(med)
+
+
+def test_mean_t_ci_known_value_and_coverage_at_three_seeds():
+    one = mean_t_ci(pd.DataFrame({"g": ["a"] * 3 + ["b"], "x": [1.0, 2.0, 3.0, 7.0]}), ["g"], "x").set_index("g")
+    # mean 2, s.e.m. 1/sqrt(3), t(0.975, 2 d.f.) = 4.3027
+    assert one.loc["a", ["lo", "hi"]].tolist() == pytest.approx([2 - 2.4841, 2 + 2.4841], abs=1e-4)
+    assert np.isnan(one.loc["b", "lo"])                                   # one seed: no interval
+    rng = np.random.default_rng(0)
+    n = 4000
+    df = pd.DataFrame({"g": np.repeat(np.arange(n), 3), "x": rng.normal(5.0, 2.0, 3 * n)})
+    ci = mean_t_ci(df, ["g"], "x")
+    cover = float(((ci["lo"] <= 5.0) & (5.0 <= ci["hi"])).mean())
+    assert abs(cover - 0.95) < 3 * np.sqrt(0.95 * 0.05 / n)               # exact for normal data

@@ -70,6 +70,15 @@ def mean_sem(df: pd.DataFrame, by: list[str], value: str) -> pd.DataFrame:
     return out
 
 
+def mean_t_ci(df: pd.DataFrame, by: list[str], value: str, level: float = 0.95) -> pd.DataFrame:
+    """`mean_sem` plus the Student-t CI of each group's mean (n - 1 d.f.; NaN for one seed):
+    with 3 seeds the half-width is 4.3 s.e.m., which a bare ± s.e.m. hides."""
+    from scipy.stats import t
+    out = mean_sem(df, by, value)
+    half = t.ppf(0.5 + level / 2, out["count"] - 1) * out["sem"]
+    return out.assign(lo=out["mean"] - half, hi=out["mean"] + half)
+
+
 def mean_sem_all(df: pd.DataFrame, value: str) -> pd.Series:
     """`mean_sem` of `value` over all rows of `df` as one group: mean, std, count, sem."""
     return mean_sem(df.assign(_all=0), ["_all"], value).iloc[0]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.analysis.final_return import LEARNT_RETURN, final_returns
-from rvfx.analysis.stats import clopper_pearson, factorial_effects, mean_sem
+from rvfx.analysis.stats import clopper_pearson, factorial_effects, mean_t_ci
 from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.figures.cartpole import reached
 from rvfx.figures.common import plt, save, write_table
@@ -64,9 +64,11 @@ def signs(runs: pd.DataFrame, factors: list[str]) -> tuple[pd.DataFrame, dict]:
     return coded, levels
 
 
-def _pm(df: pd.DataFrame, col: str, fmt: str = ".2f") -> pd.Series:
-    s = mean_sem(df, ["agent"], col).set_index("agent")
-    return s["mean"].map(lambda v: f"{v:{fmt}}") + " ± " + s["sem"].map(lambda v: f"{v:{fmt}}")
+def _mean_ci(df: pd.DataFrame, col: str, fmt: str = ".2f") -> pd.Series:
+    """Per cell: "mean [lo, hi]", the 95% t-interval over its seeds ("mean (1 seed)" for one)."""
+    s = mean_t_ci(df, ["agent"], col).set_index("agent")
+    return pd.Series({a: f"{r['mean']:{fmt}} (1 seed)" if r["count"] < 2 else
+                      f"{r['mean']:{fmt}} [{r['lo']:{fmt}}, {r['hi']:{fmt}}]" for a, r in s.iterrows()})
 
 
 def _learnt(flags: pd.Series) -> str:
@@ -91,8 +93,8 @@ def cell_table(runs: pd.DataFrame, coded: pd.DataFrame, factors: list[str]) -> p
             [_learnt(g.get_group(a)["learnt"]) for a in order],
     })
     for col, label in RESPONSES.items():
-        table[label + " (mean ± s.e.m.)"] = _pm(runs, col, ".1f" if col == "rewarded_episodes" else ".2f"
-                                               ).reindex(order).to_numpy()
+        fmt = ".1f" if col == "rewarded_episodes" else ".2f"
+        table[label + " (mean, 95% CI over seeds)"] = _mean_ci(runs, col, fmt).reindex(order).to_numpy()
     table["flip rate per SGD step"] = runs.groupby("agent")["flip_rate"].mean().reindex(order).map(
         lambda v: f"{v:.4f}").to_numpy()
     return table
