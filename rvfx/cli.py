@@ -116,7 +116,8 @@ def validate(spec, scale, sets, allow_long):
     """Check SPEC without running anything: what `rvfx run` would refuse, this refuses."""
     exp = _load(spec, scale, sets, allow_long)
     click.echo(f"{spec}: ok ({exp.name}, {len(exp.runs)} runs at scale {scale}, "
-               f"at most about {exp.cpu_seconds / 3600:,.3g} CPU-hours by a coarse estimate)")
+               f"about {exp.cpu_seconds / 3600:,.3g} CPU-hours by a coarse estimate at README's measured speeds; "
+               f"a busy or slower machine can take several times that)")
 
 
 @main.command()

@@ -172,8 +172,10 @@ def machine_bytes() -> int:
 
 
 def cpu_seconds(algorithm: str, agent, env: str, env_params, episodes: int) -> float | None:
-    """Coarse upper bound on one run's CPU seconds (stop_at_learning may end it sooner), from
-    README, Speed: fixed costs per step and per episode, the tabular backup's H*S*A*S and the
+    """Coarse estimate of one run's CPU seconds (stop_at_learning may end it sooner) at README,
+    Speed's measured rates, not a bound: CPU time per step varies with the machine and its load
+    (the Fig. 17 agent step, 1.46 ms there, took 5.3 ms CPU on 2026-11-27 with both cores of this
+    VM busy). Fixed costs per step and per episode, the tabular backup's H*S*A*S and the
     linear one's M^3 per row, the ensemble's acting per step and its SGD steps (0.1 ms + K x
     0.068 ms each at batch 128 on the 50-50 MLP), and the bootstrap's resampling of the whole
     history each episode. None when the environment's sizes are unknown."""

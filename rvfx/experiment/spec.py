@@ -103,7 +103,7 @@ class ExperimentSpec:
     scale: str
     runs: list
     resolved: dict              # the merged spec, for provenance
-    cpu_seconds: float = 0.0    # coarse upper bound on the sweep's CPU time (rvfx.experiment.memory.cpu_seconds)
+    cpu_seconds: float = 0.0    # coarse estimate of the sweep's CPU time (rvfx.experiment.memory.cpu_seconds)
 
 
 def _deep_merge(base: dict, override: dict, lines: dict, prefix_from: str, prefix_to: str = "") -> dict:
