@@ -115,9 +115,10 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run):
 def validate(spec, scale, sets, allow_long):
     """Check SPEC without running anything: what `rvfx run` would refuse, this refuses."""
     exp = _load(spec, scale, sets, allow_long)
-    click.echo(f"{spec}: ok ({exp.name}, {len(exp.runs)} runs at scale {scale}, "
-               f"about {exp.cpu_seconds / 3600:,.3g} CPU-hours by a coarse estimate at README's measured speeds; "
-               f"a busy or slower machine can take several times that)")
+    cost = (f"about {exp.cpu_seconds / 3600:,.3g} CPU-hours by a coarse estimate at README's measured speeds; "
+            f"a busy or slower machine can take several times that" if exp.cpu_seconds > 0 else
+            "no CPU estimate: its environment's sizes are known only once an extra builds it")
+    click.echo(f"{spec}: ok ({exp.name}, {len(exp.runs)} runs at scale {scale}, {cost})")
 
 
 @main.command()

@@ -114,6 +114,10 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
            "bsuite's deep_sea sweep: the episode each size is solved at (fewer than 90% bad episodes so far) "
            "vs size, and bsuite's score per agent, for tabular RLSVI, ensemble RLSVI and DQN (and bsuite's "
            "boot_dqn where its logs are present)"),
+    Figure("bsuite_deep_sea_settings", ("bsuite_deep_sea_settings",), "rvfx.figures.bsuite_settings", "draw",
+           "Why ensemble RLSVI solves bsuite's deep_sea later than bsuite's boot_dqn: the episode solved per "
+           "seed in a 2^3 factorial of the settings in which they differ (prior scale, bootstrap masks, replay "
+           "size) at N = 10 and 20, boot_dqn's episodes as dashed lines, and the main effects on log2"),
     Figure("mountaincar", ("mountaincar",), "rvfx.figures.interop", "fig_mountaincar",
            "Gymnasium MountainCar-v0: ensemble RLSVI vs epsilon-greedy DQN with the same network, returns over "
            "episodes (mean ± 1 s.e. over seeds) and the episode each run first reaches the flag (median, 95% CI)"),
