@@ -232,3 +232,55 @@ def test_bsuite_deep_sea_spec_runs_writes_bsuite_logs_and_draws(tmp_path):
     sizes = pd.read_csv(figs / "bsuite_deep_sea_sizes.csv")
     boot = sizes.loc[sizes["agent"] == "boot_dqn (bsuite)", "median learning time (eq. 7.1)"]
     assert boot.tolist() == ["no regret logged"]
+
+
+# ------------------------------------------------------------------------------ the bsuite_deep_sea_settings spec
+
+def test_settings_tables_recover_known_effects_and_report_censored_runs():
+    from rvfx.figures.bsuite_settings import cell_table, effects_table
+    factors = ["agent.prior_scale", "agent.mask", "agent.buffer_size"]
+    levels = {"agent.prior_scale": [1.0, 5.0], "agent.mask": ["bootstrap", "none"],
+              "agent.buffer_size": [100000, 10000]}
+    rows = []
+    for a, b, c in [(a, b, c) for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)]:
+        for seed, wiggle in enumerate([-0.2, -0.1, 0.0, 0.1, 0.2]):     # the same spread in every cell
+            log2 = 8 - 1.0 * (a > 0) + wiggle            # beta 5 halves the episode, nothing else matters
+            rows.append({"seed": seed, "agent.prior_scale": a, "agent.mask": b, "agent.buffer_size": c, "size": 10,
+                         "episode": int(round(2 ** log2)), "solved": True, "log2_episode": log2})
+    coded = pd.DataFrame(rows)
+    coded["cell"] = ["".join("+" if v > 0 else "-" for v in r) for r in coded[factors].itertuples(index=False)]
+    effects = effects_table(coded, factors, levels).set_index("factor")
+    assert effects.loc["A agent.prior_scale", "episode solved x (+ vs -)"] == "0.50"
+    assert effects.loc["A agent.prior_scale", "> 2 s.e."] == "yes"
+    assert effects.loc["B agent.mask", "effect on log2(episode solved) ± s.e."].startswith("0.00 ±")
+    assert effects.loc["B agent.mask", "> 2 s.e."] == "no"
+    # s = s.d. of the wiggles (0.158), s.e. = 2 s / sqrt(40) = 0.05
+    assert effects.loc["C agent.buffer_size", "effect on log2(episode solved) ± s.e."] == "0.00 ± 0.05"
+    coded.loc[(coded["cell"] == "---") & (coded["seed"] == 4), ["episode", "solved"]] = [1000, False]
+    cells = cell_table(coded, factors, levels).set_index("cell")
+    assert cells.index[0] == "---" and cells.index[-1] == "+++"                 # the paper's settings first
+    assert cells.loc["---", "solved"] == "4/5" and cells.loc["---", "median episode solved"].endswith("(>=)")
+    assert cells.loc["---", "episode solved per seed"].split()[-1] == ">1000"
+    assert cells.loc["+++", ["agent.prior_scale", "agent.mask", "agent.buffer_size"]].tolist() == [5.0, "none", 10000]
+
+
+@pytest.mark.parametrize("scale, runs", [("ci", 8), ("paper", 80)])
+def test_bsuite_deep_sea_settings_spec_validates(scale, runs):
+    result = invoke("validate", CONFIGS / "bsuite_deep_sea_settings.yaml", "--scale", scale)
+    assert result.exit_code == 0, result.output
+    assert f"{runs} runs" in result.output and "no CPU estimate" in result.output
+
+
+def test_bsuite_deep_sea_settings_spec_runs_and_draws(tmp_path):
+    out, figs = tmp_path / "results", tmp_path / "figs"
+    result = invoke("run", CONFIGS / "bsuite_deep_sea_settings.yaml", "--out", out, "--jobs", 1,
+                    "--set", "episodes=20", "--set", "agents.ensemble_rlsvi.K=2",
+                    "--set", "agents.ensemble_rlsvi.batch_size=16", "--set", "agents.ensemble_rlsvi.min_replay=16")
+    assert result.exit_code == 0, result.output
+    result = invoke("plot", "bsuite_deep_sea_settings", "--results", out, "--out", figs)
+    assert result.exit_code == 0, result.output
+    assert_png(figs / "bsuite_deep_sea_settings.png")
+    cells = pd.read_csv(figs / "bsuite_deep_sea_settings_cells.csv")
+    assert len(cells) == 8 and set(cells["N"]) == {10} and cells["cell"].iloc[0] == "---"
+    effects = pd.read_csv(figs / "bsuite_deep_sea_settings_effects.csv")
+    assert effects["factor"].tolist() == ["A agent.prior_scale", "B agent.mask", "C agent.buffer_size"]
