@@ -64,6 +64,9 @@ def test_screen_responses_effects_and_figures(tmp_path):
     assert effects.loc["A agent.sgd_period", "rewarded episodes: > 2 s.e."] == "yes"
     assert effects.loc["C env.observation", "rewarded episodes: > 2 s.e."] == "no"
     assert effects.loc["B agent.prior_scale", "over-estimation, last diagnostic: effect ± s.e."].startswith("6.00")
+    # signed log: log10(1 + 9) - log10(1 + 3) = 1 - 0.602
+    log_effect = effects.loc["B agent.prior_scale", "over-estimation, signed log10 (post hoc): effect ± s.e."]
+    assert log_effect.startswith("0.40 ±")
     cells = pd.read_csv(tmp_path / "out" / "cartpole_ablation_cells.csv")
     assert list(cells["cell"]) == [f"c{i:02d}" for i in range(1, 9)] + ["ctl", "reference"]
     assert list(cells["signs ABC"])[:2] == ["---", "--+"] and cells["signs ABC"].iloc[-1] == "control"
