@@ -131,7 +131,7 @@ class EnsembleBuffer:
     def __init__(self, capacity: int, num_members: int, code_shape: tuple, code_dtype,
                  rng: np.random.Generator, mask: Mask = "bootstrap", noise_scale: float = 0.0,
                  prior_actions: int = 0):
-        self.capacity, self.K, self.rng, self.mask_kind = capacity, num_members, rng, mask
+        self.capacity, self.K, self.rng = capacity, num_members, rng
         self.noise_scale = float(noise_scale)
         self.code = np.zeros((capacity, *code_shape), code_dtype)
         self.next_code = np.zeros((capacity, *code_shape), code_dtype)
