@@ -52,6 +52,8 @@ def run_bad(tmp_path, text):
     ("  size: 4", "  size: 4\n  size: 5", 5, "env.size", "duplicate key (first on line 4)"),
     ("  ci: {}", "  ci: {seeds: -1}", 12, "seeds", "must be >= 1"),
     ("  paper: {}", "", 11, "scales", "missing the 'paper' scale"),
+    ("seeds: 1", "seeds: 1\nfirst_seed: -1", 10, "first_seed", "must be >= 0"),
+    ("seeds: 1", "seeds: 1\nfirst_seed: 1.5", 10, "first_seed", "expected an integer"),
 ])
 def test_bad_spec_names_file_line_and_key(tmp_path, old, new, line, key, words):
     assert old in BASE
@@ -89,6 +91,18 @@ def test_grid_expansion_and_stable_ids(tmp_path):
     assert len(a) == 6 and [r.run_id for r in a] == [r.run_id for r in b]
     assert len({r.run_id for r in a}) == 6
     assert a[0].swept == {"env.size": 4, "agent.v": 0.1}
+
+
+def test_first_seed_shifts_the_seeds_and_keeps_ids_at_zero(tmp_path):
+    """Seeds run first_seed .. first_seed + seeds - 1; first_seed: 0 names the same runs as none."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(BASE.replace("seeds: 1", "seeds: 3"))
+    plain = load_spec(str(spec)).runs
+    zero = load_spec(str(spec), sets=("first_seed=0",)).runs
+    fresh = load_spec(str(spec), sets=("first_seed=100",)).runs
+    assert [r.seed for r in plain] == [0, 1, 2] and [r.seed for r in fresh] == [100, 101, 102]
+    assert [r.run_id for r in zero] == [r.run_id for r in plain]
+    assert not {r.run_id for r in fresh} & {r.run_id for r in plain}
 
 
 def test_set_reaches_grid_axes(tmp_path):

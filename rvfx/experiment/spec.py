@@ -26,7 +26,7 @@ from rvfx.experiment import memory, yaml_lines
 from rvfx.experiment.params import SpecError, build, check_expressions, did_you_mean
 
 SCALES = ("ci", "paper")
-TOP_KEYS = {"experiment", "description", "figures", "env", "agents", "grid", "seeds",
+TOP_KEYS = {"experiment", "description", "figures", "env", "agents", "grid", "seeds", "first_seed",
             "episodes", "stop_at_learning", "log", "scales", "design"}
 AGENT_KEYS = {"algorithm", "grid", "episodes", "seeds"}
 MAX_RUNS = 100_000              # runs in one sweep (the paper's largest holds 1,393)
@@ -155,6 +155,18 @@ def _positive_int(d: dict, key: str, path: str) -> int:
     return v
 
 
+def _first_seed(spec: dict) -> int:
+    """`first_seed` (default 0): seeds run first_seed .. first_seed + seeds - 1, so that a
+    confirmation can use seeds its screen never drew (an environment's random stream depends on
+    the environment and the seed, not on the experiment)."""
+    if "first_seed" not in spec:
+        return 0
+    v = spec["first_seed"]
+    _expect(isinstance(v, int) and not isinstance(v, bool), "first_seed", f"expected an integer, got {v!r}")
+    _expect(0 <= v < 2**63, "first_seed", f"must be >= 0 and fit a 64-bit integer, got {v}")
+    return v
+
+
 def _check_grid(grid, path: str, env_fields, agent_fields) -> dict:
     _expect(isinstance(grid, dict), path, "expected a mapping of 'env.<param>' / 'agent.<param>' to lists")
     for key, values in grid.items():
@@ -200,6 +212,7 @@ def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bo
     for i, fig in enumerate(figures if figure_ids is not None else []):
         _expect(fig in figure_ids, f"figures[{i}]", f"unknown figure{did_you_mean(fig, figure_ids)}")
     seeds = _positive_int(spec, "seeds", "seeds")
+    first_seed = _first_seed(spec)
     episodes = _positive_int(spec, "episodes", "episodes")
     stop = spec.get("stop_at_learning", False)
     _expect(isinstance(stop, bool), "stop_at_learning", f"expected true or false, got {stop!r}")
@@ -263,7 +276,7 @@ def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bo
             agent_obj = build(params_cls, agent_p, ap, paths["agent"])
             seconds[label] = seconds.get(label, 0.0) + n_seeds * _check_run(
                 algo, agent_obj, env["name"], env_obj, n_episodes, log, ap, lambda k: where(k, combo), paths["agent"])
-            for seed in range(n_seeds):
+            for seed in range(first_seed, first_seed + n_seeds):
                 runs.append(RunSpec(name, label, algo, _identity_params(agent_obj), env["name"],
                                     _identity_params(env_obj), seed, n_episodes, stop, log,
                                     {k: v for k, (_, v) in zip(keys, combo)},
