@@ -147,23 +147,11 @@ def _check_keys(d: dict, allowed, path: str) -> None:
             raise SpecError(where, f"unknown key{did_you_mean(key, allowed)}; known: {', '.join(sorted(allowed))}")
 
 
-def _positive_int(d: dict, key: str, path: str) -> int:
+def _int_at_least(d: dict, key: str, path: str, minimum: int = 1) -> int:
     v = d.get(key)
     _expect(isinstance(v, int) and not isinstance(v, bool), path, f"expected an integer, got {v!r}")
-    _expect(v >= 1, path, f"must be >= 1, got {v}")
+    _expect(v >= minimum, path, f"must be >= {minimum}, got {v}")
     _expect(v < 2**63, path, f"too large for a 64-bit integer, got {v}")
-    return v
-
-
-def _first_seed(spec: dict) -> int:
-    """`first_seed` (default 0): seeds run first_seed .. first_seed + seeds - 1, so that a
-    confirmation can use seeds its screen never drew (an environment's random stream depends on
-    the environment and the seed, not on the experiment)."""
-    if "first_seed" not in spec:
-        return 0
-    v = spec["first_seed"]
-    _expect(isinstance(v, int) and not isinstance(v, bool), "first_seed", f"expected an integer, got {v!r}")
-    _expect(0 <= v < 2**63, "first_seed", f"must be >= 0 and fit a 64-bit integer, got {v}")
     return v
 
 
@@ -211,9 +199,11 @@ def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bo
             "expected a list of figure ids")
     for i, fig in enumerate(figures if figure_ids is not None else []):
         _expect(fig in figure_ids, f"figures[{i}]", f"unknown figure{did_you_mean(fig, figure_ids)}")
-    seeds = _positive_int(spec, "seeds", "seeds")
-    first_seed = _first_seed(spec)
-    episodes = _positive_int(spec, "episodes", "episodes")
+    seeds = _int_at_least(spec, "seeds", "seeds")
+    # seeds run first_seed .. first_seed + seeds - 1, so a confirmation can use seeds its screen never
+    # drew (an environment's random stream depends on the environment and the seed, not the experiment)
+    first_seed = _int_at_least(spec, "first_seed", "first_seed", 0) if "first_seed" in spec else 0
+    episodes = _int_at_least(spec, "episodes", "episodes")
     stop = spec.get("stop_at_learning", False)
     _expect(isinstance(stop, bool), "stop_at_learning", f"expected true or false, got {stop!r}")
     log = spec.get("log", "log")
@@ -243,8 +233,8 @@ def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bo
         agent_grid = _check_grid(agent.get("grid", {}), f"{ap}.grid", env_fields, agent_fields)
         grid = dict(_check_grid(top_grid, "grid", env_fields, agent_fields))
         grid.update(agent_grid)
-        n_episodes = _positive_int(agent, "episodes", f"{ap}.episodes") if "episodes" in agent else episodes
-        n_seeds = _positive_int(agent, "seeds", f"{ap}.seeds") if "seeds" in agent else seeds
+        n_episodes = _int_at_least(agent, "episodes", f"{ap}.episodes") if "episodes" in agent else episodes
+        n_seeds = _int_at_least(agent, "seeds", f"{ap}.seeds") if "seeds" in agent else seeds
         keys = list(grid)
 
         def where(key: str, combo=()) -> str:
