@@ -66,17 +66,24 @@ def main():
               help="run on Dask: local:N (a LocalCluster of N processes) or tcp://HOST:PORT "
                    "(a running scheduler); needs pip install 'rvfx[dask]'")
 @click.option("--dry-run", is_flag=True, help="print how many runs there are, are done, and remain")
-def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run):
+@click.option("--record", "record_dir", type=click.Path(file_okay=False), default=None,
+              help="a committed folder of per-run tables, e.g. figures/paper: runs recorded there are not "
+                   "rerun, and it takes each run as it finishes, so a sweep outlives its --out folder")
+@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default="claims.yaml", show_default=True,
+              help="the registry naming the tables a --record keeps")
+def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_dir, claims_path):
     """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV."""
     from rvfx.experiment import checkpoint, results
     from rvfx.experiment.runner import run_sweep
     from rvfx.experiment.spec import resolved_yaml
     exp = _load(spec, scale, sets, allow_long)
-    problems = {r.run_id: results.shard_problem(out, r) for r in exp.runs}
+    keep, recorded = (_recorder(exp, out, record_dir, claims_path) if record_dir else (None, set()))
+    problems = {r.run_id: results.shard_problem(out, r) for r in exp.runs if r.run_id not in recorded}
     done = sum(p is None for p in problems.values())
-    resumable = checkpoint.resumable(out, [r for r in exp.runs if problems[r.run_id] is not None])
+    resumable = checkpoint.resumable(out, [r for r in exp.runs if problems.get(r.run_id) is not None])
     resuming = f" ({len(resumable)} from a checkpoint)" if resumable else ""
-    click.echo(f"{exp.name} [{scale}]: {len(exp.runs)} runs, {done} done, {len(exp.runs) - done} to run"
+    in_record = f", {len(recorded)} recorded in {record_dir}" if record_dir else ""
+    click.echo(f"{exp.name} [{scale}]: {len(exp.runs)} runs, {done} done{in_record}, {len(problems) - done} to run"
                f"{resuming} -> {Path(out) / exp.name}")
     for run_id, problem in problems.items():
         if problem not in (None, "missing"):
@@ -87,7 +94,8 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run):
     from rvfx.experiment.executors import DaskAddressError
     from rvfx.experiment.runner import Interrupted, SweepBusy
     try:
-        outcomes = run_sweep(exp.runs, out, jobs=jobs, dask=dask_address)
+        outcomes = run_sweep([r for r in exp.runs if r.run_id not in recorded], out, jobs=jobs, dask=dask_address,
+                             on_outcome=keep)
     except DaskAddressError as err:
         _fail(str(err), 2)
     except SweepBusy as err:
@@ -97,6 +105,8 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run):
                    f"{shlex.join(['rvfx', *sys.argv[1:]])}", err=True)
         sys.exit(130)
     results.collect(out, exp.runs, resolved_yaml(exp))
+    if keep is not None:
+        keep()
     failed = [o for o in outcomes if not o.ok]
     click.echo(f"{exp.name}: {len(outcomes) - len(failed)} run(s) finished, {len(failed)} failed; "
                f"tables in {Path(out) / exp.name}")
@@ -105,6 +115,32 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run):
         for o in failed:
             click.echo(f"  {o.run_id}: {o.message}", err=True)
         sys.exit(1)
+
+
+def _recorder(exp, out: str, record_dir: str, claims_path: str):
+    """(keep, recorded): the run ids of `exp` its record in RECORD_DIR holds, and `keep(outcome)`,
+    which collects OUT and merges the finished runs into that record (`update_record`); a record
+    or registry that cannot be used ends here, before anything runs."""
+    from rvfx.experiment import results
+    from rvfx.experiment.spec import resolved_yaml
+    from rvfx.report.record import RecordError, recorded, update_record
+    from rvfx.report.registry import RegistryError, load_registry
+    try:
+        registry = load_registry(claims_path)
+        ids = recorded(Path(record_dir), exp)
+    except (RecordError, RegistryError) as err:
+        _fail(str(err), 2)
+    except _unreadable_tables() as err:
+        _fail(f"--record {record_dir}: {err}", 2)
+
+    def keep(outcome=None) -> None:
+        """After a finished run (collecting first), or once the sweep has collected (no outcome)."""
+        if outcome is not None:
+            if not outcome.ok:
+                return
+            results.collect(out, exp.runs, resolved_yaml(exp))
+        update_record(registry, Path(out), Path(record_dir), exp)
+    return keep, ids
 
 
 @main.command()

@@ -1,13 +1,19 @@
 """The Fig. 17 screen's figure on hand-made tables: per-run responses, cell table and main effects."""
 import itertools
+from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 from cli_helpers import assert_png
 
+from rvfx.analysis.screen import screen_runs
 from rvfx.figures import FIGURES
-from rvfx.figures.cartpole_ablation import confirmation_cell, per_run, signs
+from rvfx.figures.cartpole_ablation import confirmation_cell, signs
+from rvfx.report.export import export_tables
+from rvfx.report.registry import load_registry
 
+CLAIMS = Path(__file__).resolve().parent.parent / "claims.yaml"
 FACTORS = ["agent.sgd_period", "agent.prior_scale", "env.observation"]
 
 
@@ -50,7 +56,7 @@ def make_results(root):
 
 def test_screen_responses_effects_and_figures(tmp_path):
     make_results(tmp_path / "res")
-    runs = per_run(tmp_path / "res", "cartpole_ablation")
+    runs = screen_runs(tmp_path / "res", "cartpole_ablation")
     assert len(runs) == 19 and runs["control"].sum() == 3 and runs["reference"].sum() == 1
     assert runs.loc[runs["agent"] == "ctl", "learnt"].all() and not runs.loc[~runs["control"], "learnt"].any()
     coded, levels = signs(runs, FACTORS)
@@ -105,3 +111,24 @@ def test_confirmation_rule_most_seeds_then_return_then_fewer_plus():
     assert pick(rows[:2])["cell"] == "c2"                                     # one seed beats none
     none = [rows[0], ("c2", 1, -1, [(False, 50, -3.0)] * 3)]
     assert pick(none)["cell"] == "c1" and pick(none)["rule"].startswith("no cell learnt")
+
+
+def test_the_screen_is_drawn_alike_from_its_recorded_per_run_tables(tmp_path):
+    """The record keeps screen_runs and diagnostics_summary (claims.yaml `tables`), not the
+    per-episode or per-member tables, and the figures' tables drawn from it are the same bytes."""
+    make_results(tmp_path / "res")
+    runs = screen_runs(tmp_path / "res", "cartpole_ablation")
+    runs[["run_id", "agent", "seed"]].to_csv(tmp_path / "res" / "cartpole_ablation" / "runs.csv", index=False)
+    export_tables(load_registry(CLAIMS), tmp_path / "res", tmp_path / "paper")
+    kept = sorted(p.name for p in (tmp_path / "paper" / "cartpole_ablation").glob("*.csv"))
+    assert kept == ["diagnostics_summary.csv", "runs.csv", "screen_runs.csv"]
+    summary = pd.read_csv(tmp_path / "paper" / "cartpole_ablation" / "diagnostics_summary.csv")
+    one = summary[summary["run_id"] == "c01-0"].set_index("metric")["value"]
+    assert one["q_spread"] == pytest.approx(2 ** -0.5) and one["q_level"] == 0.5 and one["flip_rate"] == 0.01
+    for source, out in (("res", "a"), ("paper", "b")):
+        FIGURES["cartpole_ablation"].draw(tmp_path / source, tmp_path / out)
+        FIGURES["cartpole_diagnostics"].draw(tmp_path / source, tmp_path / out)
+    for name in ("cells", "effects", "confirmation"):
+        table = f"cartpole_ablation_{name}.csv"
+        assert (tmp_path / "a" / table).read_bytes() == (tmp_path / "b" / table).read_bytes()
+    assert_png(tmp_path / "b" / "cartpole_diagnostics.png")

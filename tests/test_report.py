@@ -257,6 +257,11 @@ def test_a_paper_figure_without_a_claim_is_an_error(tmp_path):
     assert "paper figures without a claim: deepsea_linear" in msg
 
 
+def test_a_figure_names_its_record_tables_as_a_list(tmp_path):
+    msg = _broken(tmp_path, lambda r: r["figures"]["cartpole_ablation"].update(tables="screen_runs"))
+    assert "figures.cartpole_ablation.tables: a list of table names" in msg
+
+
 def test_a_registered_figure_missing_from_the_registry_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setitem(FIGURES, "new_figure", FIGURES["deepsea_linear"])
     reg = yaml.safe_load(CLAIMS.read_text())

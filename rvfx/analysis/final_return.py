@@ -20,3 +20,8 @@ def final_returns(episodes: pd.DataFrame) -> pd.Series:
     last = episodes.groupby("run_id", sort=False)["episode"].transform("max")
     start = last - (FINAL_FRACTION * last).round().clip(lower=1) + 1
     return episodes[episodes["episode"] >= start].groupby("run_id", sort=False)["return"].mean()
+
+
+def reached(episodes: pd.DataFrame) -> pd.Series:
+    """Per logged episode: did it collect the upright reward at least once?"""
+    return episodes["upright_steps"] > 0

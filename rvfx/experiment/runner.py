@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -198,12 +199,13 @@ class _InProcess:
 
 
 def run_sweep(runs, out: str, jobs: int = 1, executor: Executor | None = None,
-              dask: str | None = None) -> list[Outcome]:
+              dask: str | None = None, on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
     """Run the unfinished runs of one experiment while holding its lock (SweepBusy if another
     sweep has it): in this process when `jobs` is 1, else on a pool of `jobs` workers but never
     more than there are runs to do, on `executor` (any concurrent.futures.Executor), or on a
-    Dask cluster (`dask`: local:N or tcp://HOST:PORT). Ctrl-C cancels the runs not started,
-    stops those running at their next episode and raises Interrupted; finished shards stay."""
+    Dask cluster (`dask`: local:N or tcp://HOST:PORT); `on_outcome` hears each run's Outcome as
+    it comes. Ctrl-C cancels the runs not started, stops those running at their next episode and
+    raises Interrupted; finished shards stay."""
     outcomes, pending = [], []
     if not runs:
         return outcomes
@@ -212,7 +214,7 @@ def run_sweep(runs, out: str, jobs: int = 1, executor: Executor | None = None,
             # seed by seed (spec order within a seed): an interrupted sweep has seen every cell first
             pending = sorted((r for r in runs if not results.is_done(out, r)), key=lambda r: r.seed)
             if pending:
-                _run_pending(pending, out, outcomes, jobs, executor, dask)
+                _run_pending(pending, out, outcomes, jobs, executor, dask, on_outcome)
     except KeyboardInterrupt:
         kept = sum(results.is_done(out, r) for r in pending)   # some may have finished unreported
         raise Interrupted(f"interrupted: {kept} of {len(pending)} run(s) finished and kept"
@@ -220,15 +222,22 @@ def run_sweep(runs, out: str, jobs: int = 1, executor: Executor | None = None,
     return outcomes
 
 
-def _run_pending(pending, out: str, outcomes: list, jobs: int, executor, dask) -> None:
-    """Run `pending` as run_sweep says, appending each Outcome to `outcomes` as it comes."""
+def _run_pending(pending, out: str, outcomes: list, jobs: int, executor, dask, on_outcome=None) -> None:
+    """Run `pending` as run_sweep says, appending each Outcome to `outcomes` (and telling
+    `on_outcome`) as it comes."""
     progress = SweepProgress(pending[0].experiment, pending)
+
+    def arrived(outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        progress.update(finished=outcome.run_id)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
     try:
         if executor is None and dask is None and min(jobs, len(pending)) == 1:
             link = _InProcess(progress)
             for run in pending:
-                outcomes.append(run_and_store(run, out, Progress(run.run_id, link)))
-                progress.update(finished=run.run_id)
+                arrived(run_and_store(run, out, Progress(run.run_id, link)))
             return
         pool = (dask_pool(dask) if dask else ExecutorPool(executor) if executor
                 else LocalPool(min(jobs, len(pending))))
@@ -238,9 +247,7 @@ def _run_pending(pending, out: str, outcomes: list, jobs: int, executor, dask) -
                 while futures and not interrupted.is_set():
                     finished, _ = wait(futures, timeout=POLL, return_when=FIRST_COMPLETED)
                     for future in finished:
-                        run = futures.pop(future)
-                        outcomes.append(_outcome(future, run, out))
-                        progress.update(finished=run.run_id)
+                        arrived(_outcome(future, futures.pop(future), out))
                     progress.update(pool.live())
             if interrupted.is_set():
                 pool.stop()

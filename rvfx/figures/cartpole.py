@@ -14,17 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.analysis.final_return import LEARNT_RETURN, final_returns, final_window_start
+from rvfx.analysis.final_return import LEARNT_RETURN, final_returns, final_window_start, reached
 from rvfx.analysis.stats import mean_sem_all
 from rvfx.envs.cartpole.draw import draw_cartpole
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams, upright
 from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.figures.common import agent_params, band, env_params, plt, save, write_table
-
-
-def reached(eps: pd.DataFrame) -> pd.Series:
-    """Per logged episode: did it collect the upright reward at least once?"""
-    return eps["upright_steps"] > 0
 
 
 def _swept(eps: pd.DataFrame) -> list[str]:

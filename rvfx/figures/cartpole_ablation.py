@@ -1,61 +1,34 @@
 """The Fig. 17 screen (configs/cartpole_ablation.yaml): every cell's responses, the factors' main
-effects, and the members' value diagnostics over episodes.
+effects, and the members' value diagnostics over episodes, drawn from the screen's per-run tables
+(rvfx/analysis/screen.py): as recorded (`rvfx run --record`, e.g. figures/paper), else computed
+from the collected per-episode and diagnostics tables.
 
 The factors and the controls come from the spec's `design` block (saved beside the tables); a
-factor's "-" level is its value in the first cell of the spec, its "+" level the other one. The
-responses are those the spec names: learnt (mean return >= LEARNT_RETURN over the last 10% of
-episodes), rewarded episodes (upright steps > 0), the mean return over the last 10%, and the
-over-estimation (Q minus the discounted return) at the last diagnostic point. One response is
-added after the spec, when seed 0 had run (so labelled post hoc): the over-estimation on a signed
-log scale, sign(x) log10(1 + |x|), because one run whose Q diverged (~6,900 against ~10 in most
-runs) sets the raw response's means and pooled spread alone.
+factor's "-" level is its value in the first cell of the spec, its "+" level the other one.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from rvfx.analysis.final_return import LEARNT_RETURN, final_returns
+from rvfx.analysis.final_return import LEARNT_RETURN
+from rvfx.analysis.screen import design, diagnostics_summary, screen_runs
 from rvfx.analysis.stats import clopper_pearson, factorial_effects, mean_t_ci
-from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.figures.cartpole import reached
+from rvfx.experiment.results import experiment_dir, load_table
 from rvfx.figures.common import plt, save, write_table
 
 EXPERIMENT = "cartpole_ablation"
-REFERENCE = "cartpole_reference"   # the reference controller's runs: an upper line, not a cell
 RESPONSES = {"rewarded_episodes": "rewarded episodes", "final_return": "mean return, last 10%",
              "overestimation": "over-estimation, last diagnostic",
              "log_overestimation": "over-estimation, signed log10 (post hoc)"}
+DERIVE = {"screen_runs": screen_runs, "diagnostics_summary": diagnostics_summary}
 
 
-def design(results, experiment: str) -> tuple[list[str], list[str], dict]:
-    """(factors, controls, agents' resolved settings) from the spec saved beside the tables."""
-    d = load_spec_value(results, experiment, ("design",)) or {}
-    return list(d.get("factors", [])), list(d.get("controls", [])), load_spec_value(results, experiment, ("agents",))
-
-
-def per_run(results, experiment: str) -> pd.DataFrame:
-    """One row per run: its cell (agent), factor values, and the responses."""
-    factors, controls, agents = design(results, experiment)
-    eps = load_table(results, experiment, "episodes")
-    by = eps.assign(_reached=reached(eps)).groupby("run_id", sort=False)
-    runs = by.agg(agent=("agent", "first"), algorithm=("algorithm", "first"), seed=("seed", "first"),
-                  rewarded_episodes=("_reached", "sum"))
-    runs["final_return"] = final_returns(eps)
-    runs["learnt"] = runs["final_return"] >= LEARNT_RETURN
-    diag = load_table(results, experiment, "diagnostics")
-    over = diag[diag["metric"] == "overestimation"]
-    over = over[over["episode"] == over.groupby("run_id")["episode"].transform("max")]
-    runs["overestimation"] = over.groupby("run_id")["value"].mean()
-    runs["log_overestimation"] = np.sign(runs["overestimation"]) * np.log10(1.0 + runs["overestimation"].abs())
-    runs["flip_rate"] = diag[diag["metric"] == "flip_rate"].groupby("run_id")["value"].mean()
-    runs["reference"] = runs["algorithm"] == REFERENCE
-    first = by.first()
-    for key in factors:
-        scope, _, name = key.partition(".")
-        runs[key] = first[key] if key in first else [agents[a].get(name) for a in runs["agent"]]
-    runs["control"] = runs["agent"].isin(controls)
-    return runs.reset_index()
+def screen_table(results, name: str) -> pd.DataFrame:
+    """The screen's table `name` as recorded beside the results, else computed from them."""
+    if (experiment_dir(results, EXPERIMENT) / f"{name}.csv").exists():
+        return load_table(results, EXPERIMENT, name)
+    return DERIVE[name](results, EXPERIMENT)
 
 
 def signs(runs: pd.DataFrame, factors: list[str]) -> tuple[pd.DataFrame, dict]:
@@ -164,7 +137,7 @@ def _cell_panel(ax, runs, col, label):
 
 def fig_ablation(results, out):
     factors, _, _ = design(results, EXPERIMENT)
-    runs = per_run(results, EXPERIMENT)
+    runs = screen_table(results, "screen_runs")
     coded, levels = signs(runs, factors)
     learners = runs[~runs["reference"]]
     seeds = learners.groupby("agent").size()
@@ -189,10 +162,12 @@ def fig_ablation(results, out):
 
 
 def fig_diagnostics(results, out):
-    diag = load_table(results, EXPERIMENT, "diagnostics")
+    diag = screen_table(results, "diagnostics_summary")
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    panels = [(axes[0, 0], "overestimation", "Q(s, a) - discounted return\n(last 10^4 transitions, mean over members)"),
-              (axes[1, 1], "flip_rate", "greedy-action flips per SGD step\n(live weights, mean over members)")]
+    panels = [(axes[0, 0], "overestimation", "Q(s, a) - discounted return\n(last 10^4 transitions; mean over "
+                                             "members, then runs)"),
+              (axes[1, 1], "flip_rate", "greedy-action flips per SGD step\n(live weights; mean over members, "
+                                        "then runs)")]
     for ax, metric, ylabel in panels:
         d = diag[diag["metric"] == metric].groupby(["agent", "episode"], sort=False)["value"].mean().reset_index()
         for i, (agent, g) in enumerate(d.groupby("agent", sort=False)):
@@ -203,16 +178,10 @@ def fig_diagnostics(results, out):
     axes[0, 0].axhline(0.0, color="0.5", lw=0.8, ls=":")
     axes[0, 0].set_yscale("symlog", linthresh=1.0)      # one diverging cell must not flatten the others
     axes[0, 0].legend(fontsize=6, ncol=3)
-    q = diag[diag["metric"] == "q_max"]
-    probe_kind = np.where(q["probe"].str.startswith("reference_"), "reference swing-up states", q["probe"])
-    q = q.assign(kind=probe_kind)
-    run = ["agent", "seed", "episode", "kind"]
-    spread = q.groupby([*run, "probe"])["value"].std().groupby(run).mean()     # s.d. over members
-    level = q.groupby(run)["value"].mean()                                     # mean over members
-    for ax, per_run, what in ((axes[0, 1], spread, "s.d. over members of max_a Q"),
-                              (axes[1, 0], level, "max_a Q on probe states, mean over members")):
-        for kind, g in per_run.groupby("kind"):
-            by = g.groupby("episode")
+    for ax, metric, what in ((axes[0, 1], "q_spread", "s.d. over members of max_a Q"),
+                             (axes[1, 0], "q_level", "max_a Q on probe states, mean over members")):
+        for kind, g in diag[diag["metric"] == metric].groupby("kind"):
+            by = g.groupby("episode")["value"]
             median = by.median()
             ax.plot(median.index, median.values, marker="o", ms=2, label=kind)
             ax.fill_between(median.index, by.quantile(0.25).values, by.quantile(0.75).values, alpha=0.15)

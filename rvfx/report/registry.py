@@ -36,9 +36,12 @@ def load_registry(path) -> dict:
         if fig_id not in FIGURES:
             raise RegistryError(f"{path}: figures.{fig_id}: no registered figure of that id")
         if not isinstance(entry, dict) or len({"paper", "own", "diagram"} & set(entry)) != 1 \
-                or set(entry) - {"paper", "own", "diagram", "image"}:
+                or set(entry) - {"paper", "own", "diagram", "image", "tables"}:
             raise RegistryError(f"{path}: figures.{fig_id}: give exactly one of paper (its label), diagram (the "
                                 f"labels of paper figures that state nothing to test) or own (why)")
+        tables = entry.get("tables", [])
+        if not isinstance(tables, list) or not all(isinstance(t, str) and t for t in tables):
+            raise RegistryError(f"{path}: figures.{fig_id}.tables: a list of table names")
     unmapped = sorted(set(FIGURES) - set(figures))
     if unmapped:
         raise RegistryError(f"{path}: registered figures missing from figures: {', '.join(unmapped)}")

@@ -10,6 +10,7 @@ import pandas as pd
 
 from rvfx.analysis.bounds import first_bound, second_bound
 from rvfx.analysis.final_return import LEARNT_RETURN, final_returns
+from rvfx.analysis.screen import diagnostics_summary, screen_runs
 from rvfx.experiment.results import experiment_dir, load_spec_value, load_table
 
 
@@ -39,7 +40,8 @@ def _regret_over_bounds(results: Path, experiment: str) -> pd.DataFrame:
     return pd.concat(parts)
 
 
-DERIVED = {"final_returns": _final_returns, "regret_over_bounds": _regret_over_bounds}
+DERIVED = {"final_returns": _final_returns, "regret_over_bounds": _regret_over_bounds,
+           "screen_runs": screen_runs, "diagnostics_summary": diagnostics_summary}
 
 
 def _fig18_optimism_margin() -> pd.DataFrame:

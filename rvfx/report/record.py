@@ -1,0 +1,66 @@
+"""A sweep's record: its per-run tables (those `rvfx export` keeps, kept_tables) in a folder that is
+committed, such as figures/paper, updated as its runs finish (`rvfx run SPEC --record DIR`). A
+sweep longer than a session then survives the loss of its results folder with the machine: runs
+recorded there are not rerun, and the record grows by the runs finished since, in the spec's run
+order, so that it ends as the export of one uninterrupted sweep would be (tests/test_record.py).
+This holds for per-run tables, whose rows for a run depend on that run alone; every kept table is.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rvfx.experiment.results import experiment_dir, load_table
+from rvfx.experiment.spec import resolved_yaml
+from rvfx.report.export import kept_tables, write_tables
+from rvfx.report.tables import experiment_table
+
+
+class RecordError(ValueError):
+    """The record cannot be used for this sweep; the message names the folder and why."""
+
+
+def recorded(record: Path, exp) -> set[str]:
+    """The run ids of `exp` its record holds (runs.csv, checked against tables.json), or RecordError
+    when the record was made under another resolved spec or scale."""
+    d = experiment_dir(record, exp.name)
+    if not (d / "runs.csv").exists():
+        return set()
+    spec = d / "spec.yaml"
+    if not spec.exists() or spec.read_text(encoding="utf-8") != resolved_yaml(exp):
+        raise RecordError(f"{d}: recorded under another spec or scale (its spec.yaml differs from this "
+                          f"sweep's); move it aside or record elsewhere")
+    return set(load_table(record, exp.name, "runs")["run_id"]) & {r.run_id for r in exp.runs}
+
+
+def update_record(registry: dict, results: Path, record: Path, exp) -> Path | None:
+    """Merge the runs collected in `results` into the record of `exp` (a run in both takes its
+    collected rows), rows in the spec's run order, failures.csv listing the runs in neither; the
+    folder, or None when neither holds a finished run yet."""
+    names = sorted(kept_tables(registry).get(exp.name, {"runs"}))
+    src, dst = experiment_dir(results, exp.name), experiment_dir(record, exp.name)
+    old = {n: load_table(record, exp.name, n) for n in names} if recorded(record, exp) else {}
+    new = {n: experiment_table(results, exp.name, n) for n in names} if (src / "runs.csv").exists() else {}
+    if not old and not new:
+        return None
+    fresh = set(new["runs"]["run_id"]) if new else set()
+    order = {r.run_id: i for i, r in enumerate(exp.runs)}
+    frames = {}
+    for n in names:
+        parts = ([old[n][~old[n]["run_id"].isin(fresh)]] if old else []) + ([new[n]] if new else [])
+        merged = pd.concat(parts, ignore_index=True)
+        frames[n] = merged.iloc[np.argsort(merged["run_id"].map(order).to_numpy(), kind="stable")]
+    extras = {"spec.yaml": resolved_yaml(exp)}
+    if (src / "provenance.json").exists():
+        extras["provenance.json"] = (src / "provenance.json").read_text(encoding="utf-8")
+    elif (dst / "provenance.json").exists():
+        extras["provenance.json"] = (dst / "provenance.json").read_text(encoding="utf-8")
+    if (src / "failures.csv").exists():
+        failures = pd.read_csv(src / "failures.csv")
+        failures = failures[~failures["run_id"].isin(frames["runs"]["run_id"])]
+        if len(failures):
+            extras["failures.csv"] = failures.to_csv(index=False, lineterminator="\n")
+    write_tables(dst, frames, extras)
+    return dst

@@ -1,0 +1,73 @@
+"""`rvfx run --record DIR`: a sweep cut off, whose results folder is then lost with the machine,
+resumes from its committed record without redoing a recorded run, and the record it ends with is
+byte for byte the export of one uninterrupted sweep."""
+import shutil
+
+import pytest
+from cli_helpers import CONFIGS, invoke
+
+import rvfx.experiment.runner as runner
+
+SPEC = CONFIGS / "deepsea_tabular_scaling.yaml"
+SETS = ["--set", "seeds=2", "--set", "episodes=3000", "--set", "grid={env.size: [3, 4, 5]}"]   # 24 runs
+EXP = "deepsea_tabular_scaling"
+
+
+def _cut_after(monkeypatch, k: int) -> None:
+    """Ctrl-C as the sweep starts its (k+1)-th run."""
+    real, calls = runner.run_and_store, []
+
+    def cut(run, out, progress=None):
+        calls.append(run.run_id)
+        if len(calls) > k:
+            raise KeyboardInterrupt
+        return real(run, out, progress)
+    monkeypatch.setattr(runner, "run_and_store", cut)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The export of one uninterrupted sweep."""
+    root = tmp_path_factory.mktemp("whole")
+    assert invoke("run", SPEC, *SETS, "--out", root / "results").exit_code == 0
+    assert invoke("export", "--results", root / "results", "--out", root / "paper").exit_code == 0
+    return root / "paper" / EXP
+
+
+def test_a_cut_sweep_resumes_from_its_record_on_a_new_machine_and_ends_as_one_sweep(exported, tmp_path, monkeypatch):
+    record = tmp_path / "paper"
+    _cut_after(monkeypatch, 7)
+    cut = invoke("run", SPEC, *SETS, "--out", tmp_path / "first", "--record", record)
+    assert cut.exit_code == 130, cut.output
+    assert sum(1 for _ in open(record / EXP / "runs.csv")) - 1 == 7
+    assert "missing" in (record / EXP / "failures.csv").read_text()
+    monkeypatch.undo()
+    shutil.rmtree(tmp_path / "first")                   # the machine is gone; the record was committed
+    resumed = invoke("run", SPEC, *SETS, "--out", tmp_path / "second", "--record", record)
+    assert resumed.exit_code == 0, resumed.output
+    assert "24 runs, 0 done, 7 recorded in" in resumed.output and "17 to run" in resumed.output
+    assert len(list((tmp_path / "second" / EXP / "shards").iterdir())) == 17
+    assert sorted(p.name for p in (record / EXP).iterdir()) == sorted(p.name for p in exported.iterdir())
+    for name in ("runs.csv", "tables.json", "spec.yaml"):
+        assert (record / EXP / name).read_bytes() == (exported / name).read_bytes(), name
+    again = invoke("run", SPEC, *SETS, "--out", tmp_path / "third", "--record", record)
+    assert again.exit_code == 0 and "24 recorded" in again.output and "0 to run" in again.output
+    # an export from a folder that lacks the recorded runs would drop them: refused, nothing written
+    before = (record / EXP / "runs.csv").read_bytes()
+    shutil.rmtree(sorted((tmp_path / "second" / EXP / "shards").iterdir())[0])
+    assert invoke("collect", SPEC, *SETS, "--out", tmp_path / "second").exit_code == 0
+    refused = invoke("export", "--results", tmp_path / "second", "--out", record)
+    assert refused.exit_code == 2 and "records 8 run(s) of this spec that" in refused.output
+    assert (record / EXP / "runs.csv").read_bytes() == before
+
+
+def test_a_record_of_another_spec_or_a_damaged_one_is_refused_before_anything_runs(exported, tmp_path):
+    record = tmp_path / "paper"
+    shutil.copytree(exported, record / EXP)
+    other = invoke("run", SPEC, *SETS, "--set", "episodes=2999", "--out", tmp_path / "r", "--record", record)
+    assert other.exit_code == 2 and "recorded under another spec or scale" in other.output
+    runs = record / EXP / "runs.csv"
+    runs.write_text(runs.read_text().replace(",3,", ",4,", 1))
+    damaged = invoke("run", SPEC, *SETS, "--out", tmp_path / "r", "--record", record)
+    assert damaged.exit_code == 2 and "damaged" in damaged.output
+    assert not (tmp_path / "r" / EXP / "shards").exists()
