@@ -112,6 +112,16 @@ def test_jobs_is_capped_at_the_runs_left(tiny_spec, tmp_path, monkeypatch):
     assert sizes == [3]                                        # one run left: done in this process
 
 
+def test_on_outcome_hears_each_run_as_it_finishes_in_the_pool_and_in_process(tiny_spec, tmp_path):
+    """`rvfx run --record` merges each run into its record from this callback, so it must hear
+    every finished run, whichever way the runs ran, and before the sweep returns."""
+    runs = load_spec(str(tiny_spec)).runs
+    for jobs, part in ((2, runs[:3]), (1, runs[3:5])):
+        heard = []
+        outcomes = runner.run_sweep(part, str(tmp_path / "o"), jobs=jobs, on_outcome=heard.append)
+        assert heard == outcomes and sorted(o.run_id for o in heard) == sorted(r.run_id for r in part)
+
+
 def test_progress_counts_episodes_of_running_runs_once_a_minute_in_a_log(tiny_spec, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(runner, "LOG_EVERY", 0.0)              # a log line at every look, not every minute
     # runs long enough (seconds even on an idle machine) for the driver to look while they run
