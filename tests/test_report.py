@@ -434,6 +434,8 @@ def test_check_names_a_number_of_the_tables_quoted_outside_the_blocks(tiny, tmp_
     assert stray[0].startswith(f"{readme}:{n + 1}: {estimate} is a number")
     assert stray[-1].startswith(f"{readme}:{n + 2}: {table_number} is a number")
     assert not any("3.10" in ln or "12.5" in ln for ln in stray)
+    readme.write_text(filled + f"## Speed\nbatch {estimate}, {table_number} s\n")   # no figure of it here
+    assert CliRunner().invoke(main, args + ["--check"]).exit_code == 0
 
 
 def test_a_table_is_its_own_figures_and_a_number_keeps_its_sign(tmp_path):
@@ -447,6 +449,12 @@ def test_a_table_is_its_own_figures_and_a_number_keeps_its_sign(tmp_path):
     (figures / "deepsea_tabular_summary.md").write_text("| a | b | c |\n|---|---|---|\n| 111.1 | -6.65 | 3.78 |\n")
     (figures / "deepsea_tabular_scaling_slopes.md").write_text("| slope |\n|---|\n| 222.2 |\n")
     numbers = paper_numbers([], results, figures)
-    assert {"111.1", "-6.65", "3.78"} <= numbers and "222.2" not in numbers
-    text = "regret 111.1, return −3.78 and −6.65; slope 222.2; runs of 1,100-3.78 s\n"
-    assert stray_numbers(text, numbers) == [(1, "111.1"), (1, "−6.65"), (1, "3.78")]
+    assert {"111.1", "-6.65", "3.78"} <= numbers["deepsea_tabular"] and "deepsea_tabular_scaling" not in numbers
+    registry = {"claims": [{"id": "fig5_rlsvi_slope", "figure": "deepsea_tabular_scaling"}]}
+    text = ("![Fig. 4](figures/paper/deepsea_tabular.png)\n"
+            "regret 111.1, return −3.78 and −6.65; slope 222.2; runs of 1,100-3.78 s\n")
+    assert stray_numbers(text, numbers, registry) == [(2, "111.1"), (2, "−6.65"), (2, "3.78")]
+    # a section is checked against its own figures' tables (named by file, glob or claim block) only
+    elsewhere = ("## Speed\nbatch 111.1\n### Fig. 5\n<!-- report:begin fig5_rlsvi_slope -->\n<!-- report:end -->\n"
+                 "111.1\n### Fig. 4\nsee `figures/paper/deepsea_tab*.md`: 111.1\n")
+    assert stray_numbers(elsewhere, numbers, registry) == [(8, "111.1")]

@@ -49,17 +49,20 @@ def _significant_digits(token: str) -> int:
     return len(digits.lstrip("0").rstrip("0"))
 
 
-def paper_numbers(outcomes: list, results: Path, figures: Path) -> set[str]:
-    """The numbers the paper tables print (commas dropped): every estimate and CI end as the report
-    prints them, and every number of the summary tables (`figures`/<figure id>*.md) of the figures
-    whose experiments all have their tables in `results`."""
-    values = {num(x) for o in outcomes for r in o.rows for _, e in r.estimates for x in (e.value, e.lo, e.hi)}
+def paper_numbers(outcomes: list, results: Path, figures: Path) -> dict[str, set[str]]:
+    """Per figure id, the numbers its paper tables print (commas dropped): every estimate and CI end
+    of its claims as the report prints them, and every number of its summary tables
+    (`figures`/<figure id>*.md) when its experiments all have their tables in `results`."""
+    values: dict[str, set] = {}
+    for o in outcomes:
+        values.setdefault(o.claim["figure"], set()).update(
+            num(x) for r in o.rows for _, e in r.estimates for x in (e.value, e.lo, e.hi))
     have = {p.name for p in results.glob("*") if (p / "runs.csv").exists()}
     for table in sorted(figures.glob("*.md")):
         fig = _figure_of_table(table.stem)
         if fig is not None and fig.experiments and set(fig.experiments) <= have:
-            values.update(NUMBER.findall(table.read_text(encoding="utf-8")))
-    return {_plain(v) for v in values}
+            values.setdefault(fig.id, set()).update(NUMBER.findall(table.read_text(encoding="utf-8")))
+    return {fig: {_plain(v) for v in vs} for fig, vs in values.items()}
 
 
 def _figure_of_table(stem: str):
@@ -69,13 +72,38 @@ def _figure_of_table(stem: str):
     return FIGURES[max(ids, key=len)] if ids else None
 
 
-def stray_numbers(text: str, numbers: set[str]) -> list[tuple[int, str]]:
-    """(line, number) of each number outside the report blocks of `text` that is printed in
-    `numbers`, as a copy of a table would be; only numbers of three significant digits or more
-    ("2.35", "0.220", "1,364"): "0.5" or "20" are too common to tell."""
-    outside = MARKER.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-    return [(i, token) for i, line in enumerate(outside.splitlines(), 1) for token in NUMBER.findall(line)
-            if _significant_digits(token) >= 3 and _plain(token) in numbers]
+HEADING = re.compile(r"^#{1,4} ")
+FIGURE_FILE = re.compile(r"figures/paper/([a-z0-9_]+)(\*?)")
+
+
+def _section_figures(lines: list[str], registry: dict) -> set[str]:
+    """The figures a README section is about: those whose files (figures/paper/<id>..., a glob
+    such as deepsea_tuning_*.md naming every figure it matches) or claims' blocks it shows."""
+    figs = set()
+    for line in lines:
+        for stem, glob in FIGURE_FILE.findall(line):
+            fig = _figure_of_table(stem)
+            figs.update([i for i in FIGURES if i.startswith(stem)] if glob else [fig.id] if fig else [])
+        for cid in re.findall(r"<!-- report:begin (\S+) -->", line):
+            figs.update(c["figure"] for c in registry["claims"] if c["id"] == cid)
+    return figs
+
+
+def stray_numbers(text: str, numbers: dict[str, set[str]], registry: dict) -> list[tuple[int, str]]:
+    """(line, number) of each number outside the report blocks of `text` that a paper table of a
+    figure its section is about prints (`numbers`, per figure), as a copy of that table would be;
+    only numbers of three significant digits or more ("2.35", "0.220", "1,364"): "0.5" or "20" are
+    too common to tell, and a section's own figures only, so that a batch size of 128 elsewhere
+    is not read as a copy of some table's 128."""
+    lines = text.splitlines()
+    outside = MARKER.sub(lambda m: "\n" * m.group(0).count("\n"), text).splitlines()
+    starts = [i for i, line in enumerate(lines) if HEADING.match(line)]
+    found = []
+    for a, b in zip([0, *starts], [*starts, len(lines)]):
+        section = set().union(*(numbers.get(f, set()) for f in _section_figures(lines[a:b], registry)))
+        found += [(i + 1, token) for i in range(a, b) for token in NUMBER.findall(outside[i])
+                  if _significant_digits(token) >= 3 and _plain(token) in section]
+    return found
 
 
 def write_files(registry: dict, outcomes: list, out: Path, readme: Path | None = None) -> list:
@@ -117,7 +145,7 @@ def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None =
             numbers = paper_numbers(outcomes, results, out)
             problems += [f"{readme}:{line}: {token} is a number of the result tables outside a report block "
                          f"(quote it through <!-- report:begin ID -->, or link the table)"
-                         for line, token in stray_numbers(readme.read_text(encoding="utf-8"), numbers)]
+                         for line, token in stray_numbers(readme.read_text(encoding="utf-8"), numbers, registry)]
     return problems
 
 
