@@ -328,7 +328,7 @@ def report(results_dir, out, claims_path, readme, strict, check):
         registry = load_registry(claims_path)
         outcomes = evaluate(registry, Path(results_dir))
         if check:
-            problems = check_files(registry, outcomes, Path(out), readme_path, Path(results_dir))
+            problems = check_files(registry, outcomes, Path(out), readme_path)
         else:
             problems = []
             click.echo("report: " + ", ".join(str(p) for p in write_files(registry, outcomes, Path(out),

@@ -439,22 +439,20 @@ def test_check_names_a_number_of_the_tables_quoted_outside_the_blocks(tiny, tmp_
 
 
 def test_a_table_is_its_own_figures_and_a_number_keeps_its_sign(tmp_path):
-    """Exported deepsea_tabular brings its summary table's numbers under the check, not those of
-    deepsea_tabular_scaling (whose id it prefixes); "−3.78" is not the table's 3.78, "−6.65" is
-    its -6.65, and the hyphen of a range is no minus."""
-    results, figures = tmp_path / "results", tmp_path / "figures"
-    (results / "deepsea_tabular").mkdir(parents=True)
-    (results / "deepsea_tabular" / "runs.csv").write_text("run_id\n")
+    """A summary table's numbers are its figure's, not those of a figure whose id prefixes its name
+    (deepsea_tabular_scaling_slopes is Fig. 5's, not Fig. 4's); a README section is checked against
+    the figures it is about (named by file, glob or claim block) only; "−3.78" is not the table's
+    3.78, "−6.65" is its -6.65, and the hyphen of a range is no minus."""
+    figures = tmp_path / "figures"
     figures.mkdir()
     (figures / "deepsea_tabular_summary.md").write_text("| a | b | c |\n|---|---|---|\n| 111.1 | -6.65 | 3.78 |\n")
     (figures / "deepsea_tabular_scaling_slopes.md").write_text("| slope |\n|---|\n| 222.2 |\n")
-    numbers = paper_numbers([], results, figures)
-    assert {"111.1", "-6.65", "3.78"} <= numbers["deepsea_tabular"] and "deepsea_tabular_scaling" not in numbers
+    numbers = paper_numbers([], figures)
+    assert {"111.1", "-6.65", "3.78"} <= numbers["deepsea_tabular"] and numbers["deepsea_tabular_scaling"] == {"222.2"}
     registry = {"claims": [{"id": "fig5_rlsvi_slope", "figure": "deepsea_tabular_scaling"}]}
     text = ("![Fig. 4](figures/paper/deepsea_tabular.png)\n"
             "regret 111.1, return −3.78 and −6.65; slope 222.2; runs of 1,100-3.78 s\n")
     assert stray_numbers(text, numbers, registry) == [(2, "111.1"), (2, "−6.65"), (2, "3.78")]
-    # a section is checked against its own figures' tables (named by file, glob or claim block) only
-    elsewhere = ("## Speed\nbatch 111.1\n### Fig. 5\n<!-- report:begin fig5_rlsvi_slope -->\n<!-- report:end -->\n"
-                 "111.1\n### Fig. 4\nsee `figures/paper/deepsea_tab*.md`: 111.1\n")
-    assert stray_numbers(elsewhere, numbers, registry) == [(8, "111.1")]
+    elsewhere = ("## Speed\nbatch 111.1 and 222.2\n### Fig. 5\n<!-- report:begin fig5_rlsvi_slope -->\n"
+                 "<!-- report:end -->\n111.1 and 222.2\n### Fig. 4\nsee `figures/paper/deepsea_tab*.md`: 111.1\n")
+    assert stray_numbers(elsewhere, numbers, registry) == [(6, "222.2"), (8, "111.1")]

@@ -49,18 +49,17 @@ def _significant_digits(token: str) -> int:
     return len(digits.lstrip("0").rstrip("0"))
 
 
-def paper_numbers(outcomes: list, results: Path, figures: Path) -> dict[str, set[str]]:
+def paper_numbers(outcomes: list, figures: Path) -> dict[str, set[str]]:
     """Per figure id, the numbers its paper tables print (commas dropped): every estimate and CI end
     of its claims as the report prints them, and every number of its summary tables
-    (`figures`/<figure id>*.md) when its experiments all have their tables in `results`."""
+    (`figures`/<figure id>*.md), whether or not its per-run tables are exported."""
     values: dict[str, set] = {}
     for o in outcomes:
         values.setdefault(o.claim["figure"], set()).update(
             num(x) for r in o.rows for _, e in r.estimates for x in (e.value, e.lo, e.hi))
-    have = {p.name for p in results.glob("*") if (p / "runs.csv").exists()}
     for table in sorted(figures.glob("*.md")):
         fig = _figure_of_table(table.stem)
-        if fig is not None and fig.experiments and set(fig.experiments) <= have:
+        if fig is not None:
             values.setdefault(fig.id, set()).update(NUMBER.findall(table.read_text(encoding="utf-8")))
     return {fig: {_plain(v) for v in vs} for fig, vs in values.items()}
 
@@ -117,11 +116,10 @@ def write_files(registry: dict, outcomes: list, out: Path, readme: Path | None =
     return written
 
 
-def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None = None,
-                results: Path | None = None) -> list:
+def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None = None) -> list:
     """One line per disagreement between the recomputed report and the files in `out` (and the
-    README's blocks), and per number of the paper tables (those of `results`) that the README
-    quotes outside its blocks; empty when they all agree."""
+    README's blocks), and per number of the paper tables (the report's and those in `out`) that
+    the README quotes outside its blocks; empty when they all agree."""
     problems = []
     for name, text in (("report.md", render_markdown(registry, outcomes, out)),
                        ("report.html", render_html(registry, outcomes, out))):
@@ -141,11 +139,10 @@ def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None =
             elif content != blocks[cid]:
                 problems.append(f"{readme}: block {cid} differs from the results: "
                                 f"{_first_difference(content, blocks[cid])}")
-        if results is not None:
-            numbers = paper_numbers(outcomes, results, out)
-            problems += [f"{readme}:{line}: {token} is a number of the result tables outside a report block "
-                         f"(quote it through <!-- report:begin ID -->, or link the table)"
-                         for line, token in stray_numbers(readme.read_text(encoding="utf-8"), numbers, registry)]
+        problems += [f"{readme}:{line}: {token} is a number of the result tables outside a report block "
+                     f"(quote it through <!-- report:begin ID -->, or link the table)"
+                     for line, token in stray_numbers(readme.read_text(encoding="utf-8"),
+                                                      paper_numbers(outcomes, out), registry)]
     return problems
 
 
