@@ -3,7 +3,8 @@ committed, such as figures/paper, updated as its runs finish (`rvfx run SPEC --r
 sweep longer than a session then survives the loss of its results folder with the machine: runs
 recorded there are not rerun, and the record grows by the runs finished since, in the spec's run
 order, so that it ends as the export of one uninterrupted sweep would be (tests/test_record.py).
-This holds for per-run tables, whose rows for a run depend on that run alone; every kept table is.
+This holds for per-run tables, whose rows for a run depend on that run and the spec alone; every
+kept table is one (regret_over_bounds keeps the same logged episodes of every run of a spec).
 """
 from __future__ import annotations
 
