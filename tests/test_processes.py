@@ -178,3 +178,37 @@ print(before, seen[0], blas_threads())
     if before == 1:
         pytest.skip("this machine's BLAS runs one thread anyway (one core)")
     assert during == 1 and after == before
+
+
+def blas_kernels(code: str, env: dict) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh Python with `env` as its whole BLAS environment."""
+    import os
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENBLAS", "OMP_", "MKL_"))}
+    return subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True,
+                          check=True, env={**clean, **env})
+
+
+@pytest.mark.skipif(__import__("platform").machine() != "x86_64", reason="OpenBLAS kernels of x86-64")
+def test_import_rvfx_pins_the_blas_kernels_and_a_run_warns_where_numpy_chose_others(tmp_path):
+    """The same seed gives the same CSV on any x86-64 CPU only with the same OpenBLAS kernels:
+    `import rvfx` asks for the AVX2 (Haswell) ones before NumPy loads, and a run in a process
+    whose NumPy loaded first with others (here SSE3 Prescott, which every x86-64 runs;
+    OpenBLAS may name it otherwise) warns."""
+    arch = ("from threadpoolctl import threadpool_info; "
+            "print([i['architecture'] for i in threadpool_info() if i['internal_api'] == 'openblas'])")
+    pinned = blas_kernels(f"import rvfx, numpy; {arch}", {})
+    assert pinned.stdout.strip() == "['Haswell']"
+    (tmp_path / "spec.yaml").write_text(
+        "experiment: tiny\nenv: {name: deep_sea, size: 4}\nagents: {rlsvi: {algorithm: grlsvi}}\n"
+        "seeds: 1\nepisodes: 3\nscales: {ci: {}, paper: {}}\n")
+    code = f"""
+import os, numpy
+del os.environ['OPENBLAS_CORETYPE']
+from rvfx.experiment import runner
+from rvfx.experiment.spec import load_spec
+runner.execute(load_spec({str(tmp_path / 'spec.yaml')!r}).runs[0])
+"""
+    other = blas_kernels(code, {"OPENBLAS_CORETYPE": "Prescott"})
+    assert re.search(r"OpenBLAS runs \w+ kernels, not Haswell", other.stderr)
+    assert "OpenBLAS runs" not in blas_kernels(code.replace("import os, numpy\n", "import os, rvfx, numpy\n"),
+                                               {}).stderr

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 from tqdm import tqdm
 
 from rvfx.agents import AGENTS, make_agent
@@ -63,7 +64,8 @@ def execute(run) -> dict:
     the small products of these agents is slower (~0.04 ms vs ~15 ms for one first-layer product
     of the cartpole ensemble on 2 busy cores) and may round differently. `import rvfx` sets the
     thread count before NumPy loads; this holds it where NumPy loaded first (a notebook, a Dask
-    worker)."""
+    worker), and warns where the BLAS kernels are not the ones `import rvfx` pins."""
+    warn_unless_pinned_kernels()
     ckpt = checkpointing.get()
     with threadpool_limits(limits=1, user_api="blas"):
         resumed = ckpt.load() if ckpt is not None else None
@@ -80,6 +82,18 @@ def execute(run) -> dict:
                        after_episode=None if ckpt is None else lambda s: ckpt.save_if_due(agent, env, s))
         metrics["tables"] = run_tables(agent, env)
     return metrics
+
+
+def warn_unless_pinned_kernels() -> None:
+    """Warn where OpenBLAS runs other kernels than OPENBLAS_CORETYPE asks (NumPy loaded before
+    rvfx, without it): the run is sound, but its CSV may differ in the last digits from
+    another machine's."""
+    pinned = os.environ.get("OPENBLAS_CORETYPE")
+    for blas in threadpool_info():
+        if pinned and blas["internal_api"] == "openblas" and blas["architecture"].lower() != pinned.lower():
+            warnings.warn(f"OpenBLAS runs {blas['architecture']} kernels, not {pinned}: set "
+                          f"OPENBLAS_CORETYPE={pinned} before NumPy loads for CSV byte-identical "
+                          "across machines", RuntimeWarning, stacklevel=2)
 
 
 @dataclass
