@@ -1,3 +1,4 @@
+import rvfx  # noqa: F401, I001  (first: it pins BLAS threads and kernels before anything loads NumPy)
 import textwrap
 from pathlib import Path
 
