@@ -71,3 +71,7 @@ def test_a_record_of_another_spec_or_a_damaged_one_is_refused_before_anything_ru
     damaged = invoke("run", SPEC, *SETS, "--out", tmp_path / "r", "--record", record)
     assert damaged.exit_code == 2 and "damaged" in damaged.output
     assert not (tmp_path / "r" / EXP / "shards").exists()
+    before = runs.read_bytes()       # nor does an export read the damaged record's runs
+    refused = invoke("export", "--results", exported.parent.parent / "results", "--out", record)
+    assert refused.exit_code != 0 and "runs.csv: damaged" in refused.output
+    assert runs.read_bytes() == before

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rvfx.experiment.results import TABLES, experiment_dir, load_spec_value, write_atomic_text
+from rvfx.experiment.results import TABLES, experiment_dir, load_spec_value, load_table, write_atomic_text
 from rvfx.figures import FIGURES
 from rvfx.report.registry import RegistryError
 from rvfx.report.tables import experiment_table
@@ -64,7 +64,7 @@ def export_tables(registry: dict, results: Path, out: Path, scale: str | None = 
             raise RegistryError(f"{src / 'spec.yaml'}: run at scale {ran_at}, not {scale}; nothing exported")
         if (dst / "runs.csv").exists() and (dst / "spec.yaml").exists() \
                 and (dst / "spec.yaml").read_bytes() == (src / "spec.yaml").read_bytes():
-            lost = set(pd.read_csv(dst / "runs.csv")["run_id"]) - set(pd.read_csv(src / "runs.csv")["run_id"])
+            lost = set(load_table(out, exp, "runs")["run_id"]) - set(load_table(results, exp, "runs")["run_id"])
             if lost:
                 raise RegistryError(f"{dst} records {len(lost)} run(s) of this spec that {src} lacks; nothing "
                                     f"exported (update a record with `rvfx run configs/{exp}.yaml --record {out}`)")
