@@ -249,6 +249,14 @@ def load_table(results: str | Path, experiment: str, name: str) -> pd.DataFrame:
     return pd.read_csv(io.BytesIO(data))
 
 
+def load_or_derive(results: str | Path, experiment: str, name: str, derive) -> pd.DataFrame:
+    """The experiment's table `name` as written (collected, or exported to a record), else
+    derive(results, experiment) from the tables it is computed from."""
+    if (experiment_dir(results, experiment) / f"{name}.csv").exists():
+        return load_table(results, experiment, name)
+    return derive(results, experiment)
+
+
 def load_spec_value(results: str | Path, experiment: str, keys: tuple):
     """A value of the resolved spec saved beside the tables (e.g. an unswept env parameter)."""
     import yaml

@@ -14,21 +14,13 @@ import pandas as pd
 from rvfx.analysis.final_return import LEARNT_RETURN
 from rvfx.analysis.screen import design, diagnostics_summary, screen_runs
 from rvfx.analysis.stats import clopper_pearson, factorial_effects, mean_t_ci
-from rvfx.experiment.results import experiment_dir, load_table
+from rvfx.experiment.results import load_or_derive
 from rvfx.figures.common import plt, save, write_table
 
 EXPERIMENT = "cartpole_ablation"
 RESPONSES = {"rewarded_episodes": "rewarded episodes", "final_return": "mean return, last 10%",
              "overestimation": "over-estimation, last diagnostic",
              "log_overestimation": "over-estimation, signed log10 (post hoc)"}
-DERIVE = {"screen_runs": screen_runs, "diagnostics_summary": diagnostics_summary}
-
-
-def screen_table(results, name: str) -> pd.DataFrame:
-    """The screen's table `name` as recorded beside the results, else computed from them."""
-    if (experiment_dir(results, EXPERIMENT) / f"{name}.csv").exists():
-        return load_table(results, EXPERIMENT, name)
-    return DERIVE[name](results, EXPERIMENT)
 
 
 def signs(runs: pd.DataFrame, factors: list[str]) -> tuple[pd.DataFrame, dict]:
@@ -137,7 +129,7 @@ def _cell_panel(ax, runs, col, label):
 
 def fig_ablation(results, out):
     factors, _, _ = design(results, EXPERIMENT)
-    runs = screen_table(results, "screen_runs")
+    runs = load_or_derive(results, EXPERIMENT, "screen_runs", screen_runs)
     coded, levels = signs(runs, factors)
     learners = runs[~runs["reference"]]
     seeds = learners.groupby("agent").size()
@@ -162,7 +154,7 @@ def fig_ablation(results, out):
 
 
 def fig_diagnostics(results, out):
-    diag = screen_table(results, "diagnostics_summary")
+    diag = load_or_derive(results, EXPERIMENT, "diagnostics_summary", diagnostics_summary)
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     panels = [(axes[0, 0], "overestimation", "Q(s, a) - discounted return\n(last 10^4 transitions; mean over "
                                              "members, then runs)"),

@@ -11,7 +11,7 @@ import pandas as pd
 from rvfx.analysis.bounds import first_bound, second_bound
 from rvfx.analysis.final_return import LEARNT_RETURN, final_returns
 from rvfx.analysis.screen import diagnostics_summary, screen_runs
-from rvfx.experiment.results import experiment_dir, load_spec_value, load_table
+from rvfx.experiment.results import load_or_derive, load_spec_value, load_table
 
 
 def _final_returns(results: Path, experiment: str) -> pd.DataFrame:
@@ -73,8 +73,8 @@ def claim_table(claim: dict, results: Path) -> pd.DataFrame:
 def experiment_table(results: Path, experiment: str, name: str) -> pd.DataFrame:
     """A table of the experiment as written (collected, or exported), else derived (DERIVED) from
     its per-episode table."""
-    if name in DERIVED and not (experiment_dir(results, experiment) / f"{name}.csv").exists():
-        return DERIVED[name](results, experiment)
+    if name in DERIVED:
+        return load_or_derive(results, experiment, name, DERIVED[name])
     return load_table(results, experiment, name)
 
 
