@@ -12,20 +12,16 @@ that loaded NumPy before rvfx would get without the runner's limit) against one 
 
 Run: .venv/bin/python benchmarks/bench_cartpole.py  (about 30 s)
 """
-from __future__ import annotations
+import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in the runs)
 
 import os
+import time
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+import numpy as np
+from threadpoolctl import threadpool_limits
 
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
-
-from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent  # noqa: E402
-from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams  # noqa: E402
+from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams
 
 
 def bench_scalar(episodes: int = 20, seed: int = 0) -> float:

@@ -16,23 +16,18 @@ Both wall-clock and process CPU time are shown (medians over interleaved rounds)
 on a shared machine the CPU time is the steadier of the two. BLAS is pinned to one thread, as in the runner.
 Run: .venv/bin/python benchmarks/bench_ensemble.py
 """
-from __future__ import annotations
+import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in the runs)
 
-import os
+import time
+import tracemalloc
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+import numpy as np
 
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from rvfx.agents.neural.ensemble import EnsembleParams, EnsembleRLSVI, make_ensemble_agent, td_step  # noqa: E402
-from rvfx.agents.neural.nn import PriorEnsemble, Tape  # noqa: E402
-from rvfx.agents.neural.representations import representation_for  # noqa: E402
-from rvfx.core.live import live  # noqa: E402
-from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
+from rvfx.agents.neural.ensemble import EnsembleParams, EnsembleRLSVI, make_ensemble_agent, td_step
+from rvfx.agents.neural.nn import PriorEnsemble, Tape
+from rvfx.agents.neural.representations import representation_for
+from rvfx.core.live import live
+from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 
 
 class LoopEnsembleRLSVI(EnsembleRLSVI):

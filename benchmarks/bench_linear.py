@@ -5,20 +5,15 @@ speed-up over a naive agent that refits eq. 5.4 on the replayed history every
 episode (cost O(history * M^2) per row), measured in the same run on the same
 history. Run: `.venv/bin/python benchmarks/bench_linear.py` (about a minute).
 """
-from __future__ import annotations
+import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in the runs)
 
-import os
+import time
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")          # as in the runner's workers; only if numpy not yet loaded
+import numpy as np
 
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams  # noqa: E402
-from rvfx.core.live import live  # noqa: E402
-from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
+from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams
+from rvfx.core.live import live
+from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 
 
 class NaiveLinearRLSVI(LinearRLSVI):
