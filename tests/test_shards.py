@@ -1,6 +1,7 @@
 """Shards prove themselves: damaged or stale shards are named, rerun and never read."""
 import json
 import os
+import platform
 from pathlib import Path
 
 import pandas as pd
@@ -30,8 +31,10 @@ def test_manifest_lists_every_table_with_rows_checksum_settings_and_code(tiny_sp
     assert manifest["settings"]["env"]["size"] == 4 and "start_angle" not in manifest["settings"]["env"]
     assert manifest["settings"]["agent"]["v"] == "H**2/25"
     assert manifest["code"]["rvfx"]
+    assert manifest["blas"] and all(k.split()[-1] == "Haswell" for k in manifest["blas"]
+                                    if platform.machine() == "x86_64" and k.startswith("openblas"))
     assert oct((out / "tiny" / "runs.csv").stat().st_mode & 0o777) == oct(results.FILE_MODE)
-    assert (out / "tiny" / "provenance.json").exists()
+    assert json.loads((out / "tiny" / "provenance.json").read_text())["blas"] == manifest["blas"]
 
 
 def test_truncated_emptied_and_corrupted_shards_are_named_rerun_and_tables_match(tiny_spec, tmp_path):

@@ -1,4 +1,5 @@
-"""What made a result: the rvfx version and commit and the numerical libraries' versions."""
+"""What made a result: the rvfx version and commit, the numerical libraries' versions, and the BLAS
+kernels they ran (which change a network's numbers: rvfx/__init__.py pins them)."""
 from __future__ import annotations
 
 import functools
@@ -6,6 +7,8 @@ import platform
 import subprocess
 from importlib import metadata
 from pathlib import Path
+
+from threadpoolctl import threadpool_info
 
 
 @functools.lru_cache(maxsize=1)
@@ -22,7 +25,14 @@ def code_version() -> dict:
     return {"rvfx": metadata.version("rvfx"), "commit": commit}
 
 
+def blas_kernels() -> list[str]:
+    """Each BLAS this process loaded, as "library version kernels", e.g. "openblas 0.3.31 Haswell"."""
+    return [f"{i['internal_api']} {i['version']} {i.get('architecture')}" for i in threadpool_info()
+            if i["user_api"] == "blas"]
+
+
 def environment() -> dict:
-    """code_version() plus the Python and library versions that compute and write results."""
+    """code_version() plus the Python and library versions and the BLAS kernels that compute and
+    write results."""
     libs = {name: metadata.version(name) for name in ("numpy", "scipy", "pandas")}
-    return {**code_version(), "python": platform.python_version(), **libs}
+    return {**code_version(), "python": platform.python_version(), **libs, "blas": blas_kernels()}

@@ -28,7 +28,7 @@ from typing import BinaryIO
 
 import pandas as pd
 
-from rvfx.experiment.provenance import code_version, environment
+from rvfx.experiment.provenance import blas_kernels, code_version, environment
 
 MANIFEST = "manifest.json"
 SHARD_FORMAT = 1
@@ -146,7 +146,7 @@ def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
             _to_csv(table.assign(**ident)[list(ident) + list(table.columns)], tmp / f"{name}.csv")
         files = {p.name: {"rows": _data_rows(p), "sha256": sha256(p)} for p in sorted(tmp.glob("*.csv"))}
         manifest = {"format": SHARD_FORMAT, "run_id": run.run_id, "settings": run.settings,
-                    "code": code_version(), "files": files}
+                    "code": code_version(), "blas": blas_kernels(), "files": files}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         _replace_dir(tmp, final)
     except BaseException:
