@@ -50,7 +50,7 @@ def make_results(root):
     pd.DataFrame(eps).to_csv(exp / "episodes.csv", index=False)
     pd.DataFrame(diag).to_csv(exp / "diagnostics.csv", index=False)
     spec = {"experiment": "cartpole_ablation", "env": {"name": "cartpole_swingup"}, "agents": agents,
-            "design": {"factors": FACTORS, "controls": ["ctl", "reference"]}}
+            "design": {"factors": FACTORS, "controls": ["ctl", "reference"]}, "seeds": 2}
     (exp / "spec.yaml").write_text(yaml.safe_dump(spec))
 
 
@@ -59,7 +59,8 @@ def test_screen_responses_effects_and_figures(tmp_path):
     runs = screen_runs(tmp_path / "res", "cartpole_ablation")
     assert len(runs) == 19 and runs["control"].sum() == 3 and runs["reference"].sum() == 1
     assert runs.loc[runs["agent"] == "ctl", "learnt"].all() and not runs.loc[~runs["control"], "learnt"].any()
-    coded, levels = signs(runs, FACTORS)
+    coded, levels = signs(runs, FACTORS, yaml.safe_load((tmp_path / "res" / "cartpole_ablation" / "spec.yaml")
+                                                        .read_text())["agents"], ["ctl", "reference"])
     assert levels == {"agent.sgd_period": [4, 1], "agent.prior_scale": [1.0, 3.0], "env.observation": ["raw", "trig"]}
     paths = FIGURES["cartpole_ablation"].draw(tmp_path / "res", tmp_path / "out")
     FIGURES["cartpole_diagnostics"].draw(tmp_path / "res", tmp_path / "out")
@@ -88,6 +89,32 @@ def test_screen_responses_effects_and_figures(tmp_path):
     # the four sgd_period-1 cells, equal final returns, then the fewest factors at + (c05, "+--")
     assert chosen[["cell", "signs", "learnt"]].values.tolist() == [["c05", "+--", "0/2"]]
     assert chosen["rule"].iloc[0].startswith("no cell learnt")
+
+
+def test_a_screen_in_progress_shows_effects_once_every_cell_ran_and_chooses_no_cell_before_the_end(tmp_path):
+    """Levels come from the spec, so a screen whose first cells alone have run still draws; its
+    effects wait for every design cell, and the confirmation cell for every design run."""
+    make_results(tmp_path / "res")
+    eps_path = tmp_path / "res" / "cartpole_ablation" / "episodes.csv"
+    eps = pd.read_csv(eps_path)
+    eps[~eps["agent"].isin(["c07", "c08"]) & ~eps["run_id"].isin(["c05-1", "c06-1"])].to_csv(eps_path, index=False)
+    FIGURES["cartpole_ablation"].draw(tmp_path / "res", tmp_path / "out")
+    assert_png(tmp_path / "out" / "cartpole_ablation.png")
+    effects = pd.read_csv(tmp_path / "out" / "cartpole_ablation_effects.csv")
+    assert set(effects["rewarded episodes: effect ± s.e."]) == {"n/a (6 of 8 cells run)"}
+    assert set(effects["runs"]) == {"10 of 16"}
+    chosen = pd.read_csv(tmp_path / "out" / "cartpole_ablation_confirmation.csv")
+    assert chosen["cell"].iloc[0] == "none yet" and "10 of 16 design runs" in chosen["rule"].iloc[0]
+    # every cell has run, not every seed: effects over cell means, still no confirmation cell
+    make_results(tmp_path / "all")
+    eps_path = tmp_path / "all" / "cartpole_ablation" / "episodes.csv"
+    eps = pd.read_csv(eps_path)
+    eps[eps["run_id"] != "c08-1"].to_csv(eps_path, index=False)
+    FIGURES["cartpole_ablation"].draw(tmp_path / "all", tmp_path / "out2")
+    effects = pd.read_csv(tmp_path / "out2" / "cartpole_ablation_effects.csv").set_index("factor")
+    # c08 keeps its seed 0 (6 rewarded): + cells 5.5, 5.5, 5.5, 6 -> 5.625, - cells 1.5: 4.125 (over runs 4.07)
+    assert effects.loc["A agent.sgd_period", "rewarded episodes: effect ± s.e."].startswith("4.12 ±")
+    assert pd.read_csv(tmp_path / "out2" / "cartpole_ablation_confirmation.csv")["cell"].iloc[0] == "none yet"
 
 
 def coded_cells(rows):

@@ -70,6 +70,18 @@ def test_factorial_effects_recover_known_main_effects_and_pooled_error():
     assert eff.loc["A", "effect > 2 s.e."] and eff.loc["C", "effect > 2 s.e."]
 
 
+def test_factorial_effects_weigh_cells_not_runs_when_seeds_are_unequal():
+    """A 2^2 design mid-sweep: cell (-, -) has 3 runs (0, 2, 4), the others one (5, 1, 3). A's effect
+    is over cell means, (5 + 3)/2 - (2 + 1)/2 = 2.5 (over runs it would be 2.25); s = 2 from the one
+    replicated cell (SS 8, 2 d.f.), s.e. = (2 * 2 / 4) sqrt(1/3 + 1 + 1 + 1)."""
+    from rvfx.analysis.stats import factorial_effects
+    df = pd.DataFrame({"cell": [1, 1, 1, 2, 3, 4], "A": [-1, -1, -1, 1, -1, 1], "B": [-1, -1, -1, -1, 1, 1],
+                       "y": [0.0, 2.0, 4.0, 5.0, 1.0, 3.0]})
+    eff = factorial_effects(df, ["A", "B"], "cell", "y").set_index("factor")
+    assert eff.loc["A", "effect"] == pytest.approx(2.5) and eff.loc["B", "effect"] == pytest.approx(-1.5)
+    assert eff.loc["A", "se"] == pytest.approx(np.sqrt(10 / 3))
+
+
 def test_growth_fit_tells_linear_from_exponential():
     n = np.array([4, 8, 16, 32])
     lin = fit_growth(n, 3 * n)

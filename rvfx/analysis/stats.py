@@ -136,19 +136,23 @@ def fit_growth(sizes, medians) -> Growth:
 
 
 def factorial_effects(runs: pd.DataFrame, factors: list[str], cell: str, response: str) -> pd.DataFrame:
-    """Main effects of two-level `factors` (columns of -1/+1) on `response` in a replicated factorial.
+    """Main effects of two-level `factors` (columns of -1/+1) on `response` in a replicated two-level
+    design: the mean of the + cells' means minus that of the - cells' (with equal runs per cell, the
+    + runs' mean minus the - runs'), so a cell with more seeds so far weighs no more than the others.
 
-    Effect = mean response of the + runs minus of the - runs (balanced designs: the same as over
-    cell means). Its s.e. is 2 s / sqrt(n) with s the pooled within-cell standard deviation over
-    the n runs; an effect is flagged where |effect| > 2 s.e.
+    Its s.e. is (2 s / C) sqrt(sum_c 1 / n_c), s the pooled within-cell standard deviation, over C
+    cells of n_c runs (2 s / sqrt(n) for n runs in equal cells); an effect is flagged where
+    |effect| > 2 s.e.
     """
-    resid = runs[response] - runs.groupby(cell)[response].transform("mean")
-    dof = len(runs) - runs[cell].nunique()
-    s = float(np.sqrt((resid ** 2).sum() / dof)) if dof > 0 else float("nan")
-    se = 2.0 * s / np.sqrt(len(runs))
+    by = runs.groupby(cell)[response]
+    means, counts = by.mean(), by.count()
+    signs = runs.groupby(cell)[factors].first()
+    dof = len(runs) - len(means)
+    s = float(np.sqrt(((runs[response] - by.transform("mean")) ** 2).sum() / dof)) if dof > 0 else float("nan")
+    se = 2.0 * s / len(means) * float(np.sqrt((1.0 / counts).sum()))
     rows = []
     for f in factors:
-        effect = float(runs.loc[runs[f] > 0, response].mean() - runs.loc[runs[f] < 0, response].mean())
+        effect = float(means[signs[f] > 0].mean() - means[signs[f] < 0].mean())
         rows.append({"factor": f, "effect": effect, "se": se, "effect > 2 s.e.": bool(abs(effect) > 2 * se)})
     return pd.DataFrame(rows)
 

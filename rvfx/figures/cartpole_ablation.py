@@ -14,7 +14,7 @@ import pandas as pd
 from rvfx.analysis.final_return import LEARNT_RETURN
 from rvfx.analysis.screen import design, diagnostics_summary, screen_runs
 from rvfx.analysis.stats import clopper_pearson, factorial_effects, mean_t_ci
-from rvfx.experiment.results import load_or_derive
+from rvfx.experiment.results import load_or_derive, load_spec_value
 from rvfx.figures.common import plt, save, write_table
 
 EXPERIMENT = "cartpole_ablation"
@@ -23,15 +23,35 @@ RESPONSES = {"rewarded_episodes": "rewarded episodes", "final_return": "mean ret
              "log_overestimation": "over-estimation, signed log10 (post hoc)"}
 
 
-def signs(runs: pd.DataFrame, factors: list[str]) -> tuple[pd.DataFrame, dict]:
-    """Factor columns coded -1/+1 over the design cells, and each factor's (-, +) levels."""
+def factor_value(agents: dict, cell: str, factor: str):
+    """The level of `factor` ("agent.x" or "env.x") that the spec sets for `cell`, or None."""
+    scope, _, name = factor.partition(".")
+    if scope == "agent" and name in agents[cell]:
+        return agents[cell][name]
+    grid = (agents[cell].get("grid") or {}).get(factor)
+    return grid[0] if grid else None
+
+
+def signs(runs: pd.DataFrame, factors: list[str], agents: dict, controls: list[str]) -> tuple[pd.DataFrame, dict]:
+    """The design cells' runs with factor columns coded -1/+1, and each factor's (-, +) levels: its
+    value in the spec's first cell, then the other one (from the runs where the spec does not say)."""
     cells = runs[~runs["control"]]
-    levels = {f: list(dict.fromkeys(cells[f])) for f in factors}
+    levels = {}
+    for f in factors:
+        spec = [factor_value(agents, a, f) for a in agents if a not in controls]
+        seen = spec if None not in spec else list(cells[f])
+        levels[f] = list(dict.fromkeys(seen))
     bad = [f for f, lv in levels.items() if len(lv) != 2]
     if bad:
         raise ValueError(f"factors without exactly two levels in the design cells: {bad}")
     coded = cells.assign(**{f: np.where(cells[f] == levels[f][0], -1, 1) for f in factors})
     return coded, levels
+
+
+def progress(coded: pd.DataFrame, agents: dict, controls: list[str], seeds: int) -> tuple[int, int, int, int]:
+    """(design cells run, design cells, design runs finished, design runs in the spec)."""
+    cells = [a for a in agents if a not in controls]
+    return coded["agent"].nunique(), len(cells), len(coded), len(cells) * seeds
 
 
 def _mean_ci(df: pd.DataFrame, col: str, fmt: str = ".2f") -> pd.Series:
@@ -70,25 +90,34 @@ def cell_table(runs: pd.DataFrame, coded: pd.DataFrame, factors: list[str]) -> p
     return table
 
 
-def effects_table(coded: pd.DataFrame, factors: list[str], levels: dict) -> pd.DataFrame:
-    rows = {f: {"factor": f"{chr(65 + i)} {f}", "levels (- / +)": f"{levels[f][0]} / {levels[f][1]}"}
-            for i, f in enumerate(factors)}
+def effects_table(coded: pd.DataFrame, factors: list[str], levels: dict, done: tuple) -> pd.DataFrame:
+    """Each factor's main effect ± s.e. per response, once every design cell has run (before that
+    the cells' signs cannot balance each other: "n/a")."""
+    ran, cells, runs, planned = done
+    rows = {f: {"factor": f"{chr(65 + i)} {f}", "levels (- / +)": f"{levels[f][0]} / {levels[f][1]}",
+                "runs": f"{runs} of {planned}"} for i, f in enumerate(factors)}
     for col, label in RESPONSES.items():
         eff = factorial_effects(coded.dropna(subset=[col]), factors, "agent", col).set_index("factor")
         for f in factors:
             e = eff.loc[f]
-            rows[f][f"{label}: effect ± s.e."] = f"{e['effect']:.2f} ± {e['se']:.2f}"
-            rows[f][f"{label}: > 2 s.e."] = "yes" if e["effect > 2 s.e."] else "no"
+            rows[f][f"{label}: effect ± s.e."] = (f"{e['effect']:.2f} ± {e['se']:.2f}" if ran == cells
+                                                 else f"n/a ({ran} of {cells} cells run)")
+            rows[f][f"{label}: > 2 s.e."] = ("yes" if e["effect > 2 s.e."] else "no") if ran == cells else "n/a"
     return pd.DataFrame(rows.values())
 
 
-def confirmation_cell(coded: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
+def confirmation_cell(coded: pd.DataFrame, factors: list[str], done: tuple | None = None) -> pd.DataFrame:
     """The design cell the spec's rule sends to configs/cartpole_confirm.yaml, as a one-row table.
 
     Fixed before the screen was seen (spec comments): the cell learning in the most seeds, ties
     broken by the higher mean final return, then by fewer factors at +; if no cell learns in any
     seed, the cell with the most rewarded episodes per run (same ties), reported as no success.
+    Chosen once every design run has finished (`done`, from `progress`): before, "none yet".
     """
+    if done is not None and done[2] < done[3]:
+        return pd.DataFrame([{"cell": "none yet", "signs": "", "learnt": "", "rewarded episodes per run": "",
+                              "mean return, last 10%": "",
+                              "rule": f"chosen when the screen is complete: {done[2]} of {done[3]} design runs"}])
     g = coded.groupby("agent", sort=False)
     cells = pd.DataFrame({"learnt": g["learnt"].sum().astype(int), "seeds": g.size(),
                           "rewarded_episodes": g["rewarded_episodes"].mean(),
@@ -107,10 +136,14 @@ def confirmation_cell(coded: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
                 "the confirmation reports what it learns, not a success"}])
 
 
-def _effect_panel(ax, coded, factors, col, label):
+def _effect_panel(ax, coded, factors, col, label, done):
     eff = factorial_effects(coded.dropna(subset=[col]), factors, "agent", col)
     y = np.arange(len(factors))[::-1]
-    ax.errorbar(eff["effect"], y, xerr=2 * eff["se"], fmt="o", capsize=3)
+    if done[0] == done[1]:
+        ax.errorbar(eff["effect"], y, xerr=2 * eff["se"], fmt="o", capsize=3)
+    else:
+        ax.text(0.5, 0.5, f"effects once every cell has run\n({done[0]} of {done[1]} so far)",
+                transform=ax.transAxes, ha="center", va="center")
     ax.axvline(0.0, color="0.5", lw=0.8, ls=":")
     ax.set_yticks(y, [f"{chr(65 + i)} {f.split('.', 1)[1]}" for i, f in enumerate(factors)], fontsize=7)
     ax.set_xlabel(f"main effect on {label} (+ minus -), ± 2 s.e.")
@@ -128,9 +161,10 @@ def _cell_panel(ax, runs, col, label):
 
 
 def fig_ablation(results, out):
-    factors, _, _ = design(results, EXPERIMENT)
+    factors, controls, agents = design(results, EXPERIMENT)
     runs = load_or_derive(results, EXPERIMENT, "screen_runs", screen_runs)
-    coded, levels = signs(runs, factors)
+    coded, levels = signs(runs, factors, agents, controls)
+    done = progress(coded, agents, controls, load_spec_value(results, EXPERIMENT, ("seeds",)))
     learners = runs[~runs["reference"]]
     seeds = learners.groupby("agent").size()
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
@@ -141,16 +175,17 @@ def fig_ablation(results, out):
         axes[0, 1].axhline(runs.loc[runs["reference"], "final_return"].mean(), color="C1", lw=0.8,
                            label="reference controller (energy pumping + LQR)")
     axes[0, 1].legend(fontsize=7)
-    _effect_panel(axes[1, 0], coded, factors, "rewarded_episodes", "rewarded episodes")
-    _effect_panel(axes[1, 1], coded, factors, "final_return", "final return")
+    _effect_panel(axes[1, 0], coded, factors, "rewarded_episodes", "rewarded episodes", done)
+    _effect_panel(axes[1, 1], coded, factors, "final_return", "final return", done)
     per_cell = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
-    fig.suptitle(f"Cartpole swing-up, Fig. 17 screen: dots are runs ({per_cell} seeds per cell), bars cell "
-                 f"means; red: control. Effects over the {coded['agent'].nunique()} design cells")
+    fig.suptitle(f"Cartpole swing-up, Fig. 17 screen ({done[2]} of {done[3]} design runs): dots are runs "
+                 f"(seeds per cell: {per_cell}), bars cell means; red: control. Effects over the "
+                 f"{done[1]} design cells")
     fig.tight_layout()
     return (save(fig, out, "cartpole_ablation")
             + write_table(cell_table(runs, coded, factors), out, "cartpole_ablation_cells")
-            + write_table(effects_table(coded, factors, levels), out, "cartpole_ablation_effects")
-            + write_table(confirmation_cell(coded, factors), out, "cartpole_ablation_confirmation"))
+            + write_table(effects_table(coded, factors, levels, done), out, "cartpole_ablation_effects")
+            + write_table(confirmation_cell(coded, factors, done), out, "cartpole_ablation_confirmation"))
 
 
 def fig_diagnostics(results, out):
