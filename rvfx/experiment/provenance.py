@@ -26,9 +26,10 @@ def code_version() -> dict:
 
 
 def blas_kernels() -> list[str]:
-    """Each BLAS this process loaded, as "library version kernels", e.g. "openblas 0.3.31 Haswell"."""
-    return [f"{i['internal_api']} {i['version']} {i.get('architecture')}" for i in threadpool_info()
-            if i["user_api"] == "blas"]
+    """Each BLAS this process loaded (NumPy's and SciPy's), sorted, as "library version kernels",
+    e.g. "openblas 0.3.31 Haswell"."""
+    return sorted(f"{i['internal_api']} {i['version']} {i.get('architecture')}" for i in threadpool_info()
+                  if i["user_api"] == "blas")
 
 
 def environment() -> dict:
