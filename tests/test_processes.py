@@ -201,14 +201,13 @@ def test_import_rvfx_pins_the_blas_kernels_and_a_run_warns_where_numpy_chose_oth
     (tmp_path / "spec.yaml").write_text(
         "experiment: tiny\nenv: {name: deep_sea, size: 4}\nagents: {rlsvi: {algorithm: grlsvi}}\n"
         "seeds: 1\nepisodes: 3\nscales: {ci: {}, paper: {}}\n")
-    code = f"""
-import os, numpy
-del os.environ['OPENBLAS_CORETYPE']
+    run = f"""
 from rvfx.experiment import runner
 from rvfx.experiment.spec import load_spec
 runner.execute(load_spec({str(tmp_path / 'spec.yaml')!r}).runs[0])
 """
-    other = blas_kernels(code, {"OPENBLAS_CORETYPE": "Prescott"})
+    # NumPy loads Prescott's kernels; rvfx, imported after, asks for Haswell's
+    other = blas_kernels("import os, numpy\ndel os.environ['OPENBLAS_CORETYPE']\n" + run,
+                         {"OPENBLAS_CORETYPE": "Prescott"})
     assert re.search(r"OpenBLAS runs \w+ kernels, not Haswell", other.stderr)
-    assert "OpenBLAS runs" not in blas_kernels(code.replace("import os, numpy\n", "import os, rvfx, numpy\n"),
-                                               {}).stderr
+    assert "OpenBLAS runs" not in blas_kernels("import rvfx, numpy\n" + run, {}).stderr
