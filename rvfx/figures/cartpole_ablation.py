@@ -8,6 +8,8 @@ factor's "-" level is its value in the first cell of the spec, its "+" level the
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -48,10 +50,30 @@ def signs(runs: pd.DataFrame, factors: list[str], agents: dict, controls: list[s
     return coded, levels
 
 
-def progress(coded: pd.DataFrame, agents: dict, controls: list[str], seeds: int) -> tuple[int, int, int, int]:
-    """(design cells run, design cells, design runs finished, design runs in the spec)."""
+class Progress(NamedTuple):
+    """How far the screen's design has run: cells with a run, of all; runs finished, of all."""
+    cells_run: int
+    cells: int
+    runs: int
+    planned: int
+
+    @property
+    def every_cell(self) -> bool:
+        """Every design cell has run, so the cells' signs balance and main effects are estimable."""
+        return self.cells_run == self.cells
+
+
+def progress(coded: pd.DataFrame, agents: dict, controls: list[str], seeds: int) -> Progress:
     cells = [a for a in agents if a not in controls]
-    return coded["agent"].nunique(), len(cells), len(coded), len(cells) * seeds
+    return Progress(coded["agent"].nunique(), len(cells), len(coded), len(cells) * seeds)
+
+
+def main_effects(coded: pd.DataFrame, factors: list[str], done: Progress) -> dict | None:
+    """Per response, the factors' main effects (indexed by factor); None until every cell has run."""
+    if not done.every_cell:
+        return None
+    return {col: factorial_effects(coded.dropna(subset=[col]), factors, "agent", col).set_index("factor")
+            for col in RESPONSES}
 
 
 def _mean_ci(df: pd.DataFrame, col: str, fmt: str = ".2f") -> pd.Series:
@@ -90,23 +112,24 @@ def cell_table(runs: pd.DataFrame, coded: pd.DataFrame, factors: list[str]) -> p
     return table
 
 
-def effects_table(coded: pd.DataFrame, factors: list[str], levels: dict, done: tuple) -> pd.DataFrame:
-    """Each factor's main effect ± s.e. per response, once every design cell has run (before that
-    the cells' signs cannot balance each other: "n/a")."""
-    ran, cells, runs, planned = done
+def effects_table(effects: dict | None, factors: list[str], levels: dict, done: Progress) -> pd.DataFrame:
+    """Each factor's main effect ± s.e. per response (`main_effects`), "n/a" until every design
+    cell has run (before that the cells' signs cannot balance each other)."""
     rows = {f: {"factor": f"{chr(65 + i)} {f}", "levels (- / +)": f"{levels[f][0]} / {levels[f][1]}",
-                "runs": f"{runs} of {planned}"} for i, f in enumerate(factors)}
+                "runs": f"{done.runs} of {done.planned}"} for i, f in enumerate(factors)}
     for col, label in RESPONSES.items():
-        eff = factorial_effects(coded.dropna(subset=[col]), factors, "agent", col).set_index("factor")
         for f in factors:
-            e = eff.loc[f]
-            rows[f][f"{label}: effect ± s.e."] = (f"{e['effect']:.2f} ± {e['se']:.2f}" if ran == cells
-                                                 else f"n/a ({ran} of {cells} cells run)")
-            rows[f][f"{label}: > 2 s.e."] = ("yes" if e["effect > 2 s.e."] else "no") if ran == cells else "n/a"
+            if effects is None:
+                rows[f][f"{label}: effect ± s.e."] = f"n/a ({done.cells_run} of {done.cells} cells run)"
+                rows[f][f"{label}: > 2 s.e."] = "n/a"
+                continue
+            e = effects[col].loc[f]
+            rows[f][f"{label}: effect ± s.e."] = f"{e['effect']:.2f} ± {e['se']:.2f}"
+            rows[f][f"{label}: > 2 s.e."] = "yes" if e["effect > 2 s.e."] else "no"
     return pd.DataFrame(rows.values())
 
 
-def confirmation_cell(coded: pd.DataFrame, factors: list[str], done: tuple | None = None) -> pd.DataFrame:
+def confirmation_cell(coded: pd.DataFrame, factors: list[str], done: Progress | None = None) -> pd.DataFrame:
     """The design cell the spec's rule sends to configs/cartpole_confirm.yaml, as a one-row table.
 
     Fixed before the screen was seen (spec comments): the cell learning in the most seeds, ties
@@ -114,10 +137,10 @@ def confirmation_cell(coded: pd.DataFrame, factors: list[str], done: tuple | Non
     seed, the cell with the most rewarded episodes per run (same ties), reported as no success.
     Chosen once every design run has finished (`done`, from `progress`): before, "none yet".
     """
-    if done is not None and done[2] < done[3]:
+    if done is not None and done.runs < done.planned:
         return pd.DataFrame([{"cell": "none yet", "signs": "", "learnt": "", "rewarded episodes per run": "",
-                              "mean return, last 10%": "",
-                              "rule": f"chosen when the screen is complete: {done[2]} of {done[3]} design runs"}])
+                              "mean return, last 10%": "", "rule": f"chosen when the screen is complete: "
+                                                                  f"{done.runs} of {done.planned} design runs"}])
     g = coded.groupby("agent", sort=False)
     cells = pd.DataFrame({"learnt": g["learnt"].sum().astype(int), "seeds": g.size(),
                           "rewarded_episodes": g["rewarded_episodes"].mean(),
@@ -136,13 +159,13 @@ def confirmation_cell(coded: pd.DataFrame, factors: list[str], done: tuple | Non
                 "the confirmation reports what it learns, not a success"}])
 
 
-def _effect_panel(ax, coded, factors, col, label, done):
-    eff = factorial_effects(coded.dropna(subset=[col]), factors, "agent", col)
+def _effect_panel(ax, effects, factors, col, label, done):
     y = np.arange(len(factors))[::-1]
-    if done[0] == done[1]:
+    if effects is not None:
+        eff = effects[col].loc[factors]
         ax.errorbar(eff["effect"], y, xerr=2 * eff["se"], fmt="o", capsize=3)
     else:
-        ax.text(0.5, 0.5, f"effects once every cell has run\n({done[0]} of {done[1]} so far)",
+        ax.text(0.5, 0.5, f"effects once every cell has run\n({done.cells_run} of {done.cells} so far)",
                 transform=ax.transAxes, ha="center", va="center")
     ax.axvline(0.0, color="0.5", lw=0.8, ls=":")
     ax.set_yticks(y, [f"{chr(65 + i)} {f.split('.', 1)[1]}" for i, f in enumerate(factors)], fontsize=7)
@@ -165,6 +188,7 @@ def fig_ablation(results, out):
     runs = load_or_derive(results, EXPERIMENT, "screen_runs", screen_runs)
     coded, levels = signs(runs, factors, agents, controls)
     done = progress(coded, agents, controls, load_spec_value(results, EXPERIMENT, ("seeds",)))
+    effects = main_effects(coded, factors, done)
     learners = runs[~runs["reference"]]
     seeds = learners.groupby("agent").size()
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
@@ -175,16 +199,16 @@ def fig_ablation(results, out):
         axes[0, 1].axhline(runs.loc[runs["reference"], "final_return"].mean(), color="C1", lw=0.8,
                            label="reference controller (energy pumping + LQR)")
     axes[0, 1].legend(fontsize=7)
-    _effect_panel(axes[1, 0], coded, factors, "rewarded_episodes", "rewarded episodes", done)
-    _effect_panel(axes[1, 1], coded, factors, "final_return", "final return", done)
+    _effect_panel(axes[1, 0], effects, factors, "rewarded_episodes", "rewarded episodes", done)
+    _effect_panel(axes[1, 1], effects, factors, "final_return", "final return", done)
     per_cell = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
-    fig.suptitle(f"Cartpole swing-up, Fig. 17 screen ({done[2]} of {done[3]} design runs): dots are runs "
+    fig.suptitle(f"Cartpole swing-up, Fig. 17 screen ({done.runs} of {done.planned} design runs): dots are runs "
                  f"(seeds per cell: {per_cell}), bars cell means; red: control. Effects over the "
-                 f"{done[1]} design cells")
+                 f"{done.cells} design cells")
     fig.tight_layout()
     return (save(fig, out, "cartpole_ablation")
             + write_table(cell_table(runs, coded, factors), out, "cartpole_ablation_cells")
-            + write_table(effects_table(coded, factors, levels, done), out, "cartpole_ablation_effects")
+            + write_table(effects_table(effects, factors, levels, done), out, "cartpole_ablation_effects")
             + write_table(confirmation_cell(coded, factors, done), out, "cartpole_ablation_confirmation"))
 
 
