@@ -57,21 +57,23 @@ def export_tables(registry: dict, results: Path, out: Path, scale: str | None = 
     `results` lacks (a sweep resumed with `rvfx run --record`, which keeps such a record)."""
     present = {exp: names for exp, names in sorted(kept_tables(registry).items())
                if (experiment_dir(results, exp) / "runs.csv").exists()}
-    for exp in present:
+    frames = {}
+    for exp, names in present.items():
         src, dst = experiment_dir(results, exp), experiment_dir(out, exp)
         ran_at = load_spec_value(results, exp, ("scale",))
         if scale is not None and ran_at != scale:
             raise RegistryError(f"{src / 'spec.yaml'}: run at scale {ran_at}, not {scale}; nothing exported")
+        frames[exp] = {name: experiment_table(results, exp, name) for name in names}
         if (dst / "runs.csv").exists() and (dst / "spec.yaml").exists() \
                 and (dst / "spec.yaml").read_bytes() == (src / "spec.yaml").read_bytes():
-            lost = set(load_table(out, exp, "runs")["run_id"]) - set(load_table(results, exp, "runs")["run_id"])
+            lost = set(load_table(out, exp, "runs")["run_id"]) - set(frames[exp]["runs"]["run_id"])
             if lost:
                 raise RegistryError(f"{dst} records {len(lost)} run(s) of this spec that {src} lacks; nothing "
                                     f"exported (update a record with `rvfx run configs/{exp}.yaml --record {out}`)")
     written = []
-    for exp, names in present.items():
+    for exp in present:
         src, dst = experiment_dir(results, exp), experiment_dir(out, exp)
-        write_tables(dst, {name: experiment_table(results, exp, name) for name in names},
+        write_tables(dst, frames[exp],
                      {extra: (src / extra).read_text(encoding="utf-8") for extra in EXTRAS if (src / extra).exists()})
         written.append(dst)
     return written

@@ -23,16 +23,23 @@ class RecordError(ValueError):
     """The record cannot be used for this sweep; the message names the folder and why."""
 
 
-def recorded(record: Path, exp) -> set[str]:
-    """The run ids of `exp` its record holds (runs.csv, checked against tables.json), or RecordError
-    when the record was made under another resolved spec or scale."""
-    d = experiment_dir(record, exp.name)
+def _has_record(d: Path, exp) -> bool:
+    """Whether the record folder `d` holds runs (runs.csv), or RecordError when it was made under
+    another resolved spec or scale."""
     if not (d / "runs.csv").exists():
-        return set()
+        return False
     spec = d / "spec.yaml"
     if not spec.exists() or spec.read_text(encoding="utf-8") != resolved_yaml(exp):
         raise RecordError(f"{d}: recorded under another spec or scale (its spec.yaml differs from this "
                           f"sweep's); move it aside or record elsewhere")
+    return True
+
+
+def recorded(record: Path, exp) -> set[str]:
+    """The run ids of `exp` its record holds (runs.csv, checked against tables.json), or RecordError
+    when the record was made under another resolved spec or scale."""
+    if not _has_record(experiment_dir(record, exp.name), exp):
+        return set()
     return set(load_table(record, exp.name, "runs")["run_id"]) & {r.run_id for r in exp.runs}
 
 
@@ -42,7 +49,7 @@ def update_record(registry: dict, results: Path, record: Path, exp) -> Path | No
     folder, or None when neither holds a finished run yet."""
     names = sorted(kept_tables(registry).get(exp.name, {"runs"}))
     src, dst = experiment_dir(results, exp.name), experiment_dir(record, exp.name)
-    old = {n: load_table(record, exp.name, n) for n in names} if recorded(record, exp) else {}
+    old = {n: load_table(record, exp.name, n) for n in names} if _has_record(dst, exp) else {}
     new = {n: experiment_table(results, exp.name, n) for n in names} if (src / "runs.csv").exists() else {}
     if not old and not new:
         return None
