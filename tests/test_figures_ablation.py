@@ -114,7 +114,16 @@ def test_a_screen_in_progress_shows_effects_once_every_cell_ran_and_chooses_no_c
     effects = pd.read_csv(tmp_path / "out2" / "cartpole_ablation_effects.csv").set_index("factor")
     # c08 keeps its seed 0 (6 rewarded): + cells 5.5, 5.5, 5.5, 6 -> 5.625, - cells 1.5: 4.125 (over runs 4.07)
     assert effects.loc["A agent.sgd_period", "rewarded episodes: effect ± s.e."].startswith("4.12 ±")
+    flag = effects.loc["A agent.sgd_period", "rewarded episodes: > 2 s.e."]
+    assert flag == "judged when complete (7 of 8 d.f. so far)"
     assert pd.read_csv(tmp_path / "out2" / "cartpole_ablation_confirmation.csv")["cell"].iloc[0] == "none yet"
+    # one seed of every cell: effects, but no within-cell spread to give them an s.e. by
+    eps[eps["seed"] == 0].to_csv(eps_path, index=False)
+    FIGURES["cartpole_ablation"].draw(tmp_path / "all", tmp_path / "out3")
+    effects = pd.read_csv(tmp_path / "out3" / "cartpole_ablation_effects.csv").set_index("factor")
+    a = effects.loc["A agent.sgd_period"]
+    assert a["rewarded episodes: effect ± s.e."] == "4.00 ± n/a (no cell has 2 seeds)"
+    assert set(effects["rewarded episodes: > 2 s.e."]) == {"n/a (no cell has 2 seeds)"}
 
 
 def coded_cells(rows):

@@ -141,8 +141,8 @@ def factorial_effects(runs: pd.DataFrame, factors: list[str], cell: str, respons
     + runs' mean minus the - runs'), so a cell with more seeds so far weighs no more than the others.
 
     Its s.e. is (2 s / C) sqrt(sum_c 1 / n_c), s the pooled within-cell standard deviation, over C
-    cells of n_c runs (2 s / sqrt(n) for n runs in equal cells); an effect is flagged where
-    |effect| > 2 s.e.
+    cells of n_c runs (2 s / sqrt(n) for n runs in equal cells), on `dof` = runs - cells degrees of
+    freedom (NaN with none); an effect is flagged where |effect| > 2 s.e.
     """
     by = runs.groupby(cell)[response]
     means, counts = by.mean(), by.count()
@@ -153,7 +153,8 @@ def factorial_effects(runs: pd.DataFrame, factors: list[str], cell: str, respons
     rows = []
     for f in factors:
         effect = float(means[signs[f] > 0].mean() - means[signs[f] < 0].mean())
-        rows.append({"factor": f, "effect": effect, "se": se, "effect > 2 s.e.": bool(abs(effect) > 2 * se)})
+        rows.append({"factor": f, "effect": effect, "se": se, "dof": dof,
+                     "effect > 2 s.e.": bool(abs(effect) > 2 * se)})
     return pd.DataFrame(rows)
 
 

@@ -58,6 +58,11 @@ class Progress(NamedTuple):
     planned: int
 
     @property
+    def complete(self) -> bool:
+        """Every design run has finished."""
+        return self.runs == self.planned
+
+    @property
     def every_cell(self) -> bool:
         """Every design cell has run, so the cells' signs balance and main effects are estimable."""
         return self.cells_run == self.cells
@@ -114,7 +119,9 @@ def cell_table(runs: pd.DataFrame, coded: pd.DataFrame, factors: list[str]) -> p
 
 def effects_table(effects: dict | None, factors: list[str], levels: dict, done: Progress) -> pd.DataFrame:
     """Each factor's main effect ± s.e. per response (`main_effects`), "n/a" until every design
-    cell has run (before that the cells' signs cannot balance each other)."""
+    cell has run (before that the cells' signs cannot balance each other); whether it exceeds 2 s.e.
+    is said only once every design run has, since the spec's rule rests on the complete screen's
+    degrees of freedom (a first second seed gives an s.e. from one)."""
     rows = {f: {"factor": f"{chr(65 + i)} {f}", "levels (- / +)": f"{levels[f][0]} / {levels[f][1]}",
                 "runs": f"{done.runs} of {done.planned}"} for i, f in enumerate(factors)}
     for col, label in RESPONSES.items():
@@ -124,8 +131,13 @@ def effects_table(effects: dict | None, factors: list[str], levels: dict, done: 
                 rows[f][f"{label}: > 2 s.e."] = "n/a"
                 continue
             e = effects[col].loc[f]
+            if np.isnan(e["se"]):
+                rows[f][f"{label}: effect ± s.e."] = f"{e['effect']:.2f} ± n/a (no cell has 2 seeds)"
+                rows[f][f"{label}: > 2 s.e."] = "n/a (no cell has 2 seeds)"
+                continue
             rows[f][f"{label}: effect ± s.e."] = f"{e['effect']:.2f} ± {e['se']:.2f}"
-            rows[f][f"{label}: > 2 s.e."] = "yes" if e["effect > 2 s.e."] else "no"
+            rows[f][f"{label}: > 2 s.e."] = ("yes" if e["effect > 2 s.e."] else "no") if done.complete else \
+                f"judged when complete ({e['dof']} of {done.planned - done.cells} d.f. so far)"
     return pd.DataFrame(rows.values())
 
 
@@ -137,7 +149,7 @@ def confirmation_cell(coded: pd.DataFrame, factors: list[str], done: Progress | 
     seed, the cell with the most rewarded episodes per run (same ties), reported as no success.
     Chosen once every design run has finished (`done`, from `progress`): before, "none yet".
     """
-    if done is not None and done.runs < done.planned:
+    if done is not None and not done.complete:
         return pd.DataFrame([{"cell": "none yet", "signs": "", "learnt": "", "rewarded episodes per run": "",
                               "mean return, last 10%": "", "rule": f"chosen when the screen is complete: "
                                                                   f"{done.runs} of {done.planned} design runs"}])
@@ -164,6 +176,9 @@ def _effect_panel(ax, effects, factors, col, label, done):
     if effects is not None:
         eff = effects[col].loc[factors]
         ax.errorbar(eff["effect"], y, xerr=2 * eff["se"], fmt="o", capsize=3)
+        if not done.complete:
+            ax.set_title(f"s.e. from {eff['dof'].iloc[0]} of {done.planned - done.cells} d.f. so far",
+                         fontsize=7)
     else:
         ax.text(0.5, 0.5, f"effects once every cell has run\n({done.cells_run} of {done.cells} so far)",
                 transform=ax.transAxes, ha="center", va="center")
