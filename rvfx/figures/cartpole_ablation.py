@@ -213,6 +213,9 @@ def fig_ablation(results, out):
     if runs["reference"].any():
         axes[0, 1].axhline(runs.loc[runs["reference"], "final_return"].mean(), color="C1", lw=0.8,
                            label="reference controller (energy pumping + LQR)")
+    axes[0, 1].set_yscale("symlog", linthresh=10.0)   # learners near -6, the learnt line 100, the reference ~830
+    axes[0, 1].set_yticks([-10, -5, 0, 5, 10, 100, 1000], ["-10", "-5", "0", "5", "10", "100", "1000"])
+    axes[0, 1].set_ylabel("mean return, last 10% of episodes\n(linear within ±10, logarithmic beyond)")
     axes[0, 1].legend(fontsize=7)
     _effect_panel(axes[1, 0], effects, factors, "rewarded_episodes", "rewarded episodes", done)
     _effect_panel(axes[1, 1], effects, factors, "final_return", "final return", done)
