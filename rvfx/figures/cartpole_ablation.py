@@ -63,6 +63,12 @@ class Progress(NamedTuple):
         return self.runs == self.planned
 
     @property
+    def dof(self) -> int:
+        """Degrees of freedom of the complete screen's within-cell spread (runs minus cells), on
+        which the spec's 2 s.e. rule rests."""
+        return self.planned - self.cells
+
+    @property
     def every_cell(self) -> bool:
         """Every design cell has run, so the cells' signs balance and main effects are estimable."""
         return self.cells_run == self.cells
@@ -137,7 +143,7 @@ def effects_table(effects: dict | None, factors: list[str], levels: dict, done: 
                 continue
             rows[f][f"{label}: effect ± s.e."] = f"{e['effect']:.2f} ± {e['se']:.2f}"
             rows[f][f"{label}: > 2 s.e."] = ("yes" if e["effect > 2 s.e."] else "no") if done.complete else \
-                f"judged when complete ({e['dof']} of {done.planned - done.cells} d.f. so far)"
+                f"judged when complete ({e['dof']} of {done.dof} d.f. so far)"
     return pd.DataFrame(rows.values())
 
 
@@ -177,8 +183,7 @@ def _effect_panel(ax, effects, factors, col, label, done):
         eff = effects[col].loc[factors]
         ax.errorbar(eff["effect"], y, xerr=2 * eff["se"], fmt="o", capsize=3)
         if not done.complete:
-            ax.set_title(f"s.e. from {eff['dof'].iloc[0]} of {done.planned - done.cells} d.f. so far",
-                         fontsize=7)
+            ax.set_title(f"s.e. from {eff['dof'].iloc[0]} of {done.dof} d.f. so far", fontsize=7)
     else:
         ax.text(0.5, 0.5, f"effects once every cell has run\n({done.cells_run} of {done.cells} so far)",
                 transform=ax.transAxes, ha="center", va="center")
