@@ -9,7 +9,7 @@ from cli_helpers import assert_png
 
 from rvfx.analysis.screen import screen_runs
 from rvfx.figures import FIGURES
-from rvfx.figures.cartpole_ablation import confirmation_cell, signs
+from rvfx.figures.cartpole_ablation import Progress, confirmation_cell, effect_note, signs
 from rvfx.report.export import export_tables
 from rvfx.report.registry import load_registry
 
@@ -124,6 +124,17 @@ def test_a_screen_in_progress_shows_effects_once_every_cell_ran_and_chooses_no_c
     a = effects.loc["A agent.sgd_period"]
     assert a["rewarded episodes: effect ± s.e."] == "4.00 ± n/a (no cell has 2 seeds)"
     assert set(effects["rewarded episodes: > 2 s.e."]) == {"n/a (no cell has 2 seeds)"}
+
+
+def test_effect_panels_say_why_they_draw_no_error_bars():
+    """A complete screen of one seed per cell (CI scale) has effects but no s.e.: the panel says so."""
+    complete, partial = Progress(8, 8, 8, 8), Progress(8, 8, 12, 16)
+    one_seed = pd.DataFrame({"effect": [4.0, 1.0], "se": [float("nan")] * 2, "dof": [0, 0]})
+    assert effect_note(one_seed, complete).startswith("no error bars: no cell has 2 seeds")
+    assert effect_note(one_seed, partial).startswith("no error bars")
+    spread = one_seed.assign(se=[0.5, 0.5], dof=[4, 4])
+    assert effect_note(spread, partial) == "s.e. from 4 of 8 d.f. so far"
+    assert effect_note(spread, complete) == ""
 
 
 def coded_cells(rows):

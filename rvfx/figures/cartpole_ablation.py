@@ -177,13 +177,20 @@ def confirmation_cell(coded: pd.DataFrame, factors: list[str], done: Progress | 
                 "the confirmation reports what it learns, not a success"}])
 
 
+def effect_note(eff: pd.DataFrame, done: Progress) -> str:
+    """An effect panel's title: why it draws no error bars (no cell has two seeds, as at CI scale),
+    or on how many of the complete screen's degrees of freedom its s.e. rests so far."""
+    if eff["se"].isna().all():
+        return "no error bars: no cell has 2 seeds, so there is no within-cell spread"
+    return "" if done.complete else f"s.e. from {eff['dof'].iloc[0]} of {done.dof} d.f. so far"
+
+
 def _effect_panel(ax, effects, factors, col, label, done):
     y = np.arange(len(factors))[::-1]
     if effects is not None:
         eff = effects[col].loc[factors]
         ax.errorbar(eff["effect"], y, xerr=2 * eff["se"], fmt="o", capsize=3)
-        if not done.complete:
-            ax.set_title(f"s.e. from {eff['dof'].iloc[0]} of {done.dof} d.f. so far", fontsize=7)
+        ax.set_title(effect_note(eff, done), fontsize=7)
     else:
         ax.text(0.5, 0.5, f"effects once every cell has run\n({done.cells_run} of {done.cells} so far)",
                 transform=ax.transAxes, ha="center", va="center")
