@@ -83,6 +83,10 @@ def test_screen_responses_effects_and_figures(tmp_path):
     # c01's rewarded episodes 2 and 1: mean 1.5, s.e.m. 0.5, t(0.975, 1 d.f.) = 12.71 -> ± 6.35
     rewarded = cells.set_index("cell")["rewarded episodes (mean, 95% CI over seeds)"]
     assert rewarded["c01"] == "1.5 [-4.9, 7.9]"
+    # the reference controller has no Q: its over-estimation and flip rate are not measured, not "1 seed"
+    ref = cells.set_index("cell").loc["reference"]
+    assert ref["over-estimation, last diagnostic (mean, 95% CI over seeds)"] == "n/a (not measured)"
+    assert ref["flip rate per SGD step"] == "n/a (not measured)"
     assert any(str(p).endswith("cartpole_ablation_effects.md") for p in paths)
     chosen = pd.read_csv(tmp_path / "out" / "cartpole_ablation_confirmation.csv")
     # no design cell learns (the control is no candidate): most rewarded episodes per run, 5.5 in

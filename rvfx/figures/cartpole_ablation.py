@@ -23,6 +23,7 @@ EXPERIMENT = "cartpole_ablation"
 RESPONSES = {"rewarded_episodes": "rewarded episodes", "final_return": "mean return, last 10%",
              "overestimation": "over-estimation, last diagnostic",
              "log_overestimation": "over-estimation, signed log10 (post hoc)"}
+NOT_MEASURED = "n/a (not measured)"   # a response no seed of the cell has: the reference has no Q
 
 
 def factor_value(agents: dict, cell: str, factor: str):
@@ -88,10 +89,11 @@ def main_effects(coded: pd.DataFrame, factors: list[str], done: Progress) -> dic
 
 
 def _mean_ci(df: pd.DataFrame, col: str, fmt: str = ".2f") -> pd.Series:
-    """Per cell: "mean [lo, hi]", the 95% t-interval over its seeds ("mean (1 seed)" for one)."""
+    """Per cell: "mean [lo, hi]", the 95% t-interval over its seeds ("mean (1 seed)" for one,
+    NOT_MEASURED where no seed has the response, as the reference controller has no Q)."""
     s = mean_t_ci(df, ["agent"], col).set_index("agent")
-    return pd.Series({a: f"{r['mean']:{fmt}} (1 seed)" if r["count"] < 2 else
-                      f"{r['mean']:{fmt}} [{r['lo']:{fmt}}, {r['hi']:{fmt}}]" for a, r in s.iterrows()})
+    return pd.Series({a: NOT_MEASURED if r["count"] == 0 else f"{r['mean']:{fmt}} (1 seed)" if r["count"] == 1
+                      else f"{r['mean']:{fmt}} [{r['lo']:{fmt}}, {r['hi']:{fmt}}]" for a, r in s.iterrows()})
 
 
 def _learnt(flags: pd.Series) -> str:
@@ -119,7 +121,7 @@ def cell_table(runs: pd.DataFrame, coded: pd.DataFrame, factors: list[str]) -> p
         fmt = ".1f" if col == "rewarded_episodes" else ".2f"
         table[label + " (mean, 95% CI over seeds)"] = _mean_ci(runs, col, fmt).reindex(order).to_numpy()
     table["flip rate per SGD step"] = runs.groupby("agent")["flip_rate"].mean().reindex(order).map(
-        lambda v: f"{v:.4f}").to_numpy()
+        lambda v: NOT_MEASURED if np.isnan(v) else f"{v:.4f}").to_numpy()
     return table
 
 
