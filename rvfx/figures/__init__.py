@@ -86,6 +86,10 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
            "Fig. 17: ensemble RLSVI (K=20) with a 50-50 MLP vs one-layer and linear value "
            "functions; episodic reward, mean +- 1 s.e.m., and the fraction of seeds reaching the "
            "upright reward"),
+    Figure("cartpole_confirm", ("cartpole_confirm",), "rvfx.figures.cartpole", "fig_confirm",
+           "Fig. 17 confirmation: the Fig. 17 variants (50-50, one-layer and linear ensemble RLSVI) and "
+           "DQN in the Fig. 17 screen's chosen cell, on 20 fresh seeds; episodic reward, mean +- 1 "
+           "s.e.m., and the fraction of seeds reaching the upright reward"),
     Figure("cartpole_balance", ("cartpole_balance",), "rvfx.figures.cartpole", "fig_balance",
            "Control for Figs. 16-17: the same agents started upright (no exploration needed to "
            "find the reward); episodic reward, mean +- 1 s.e.m., and which of them learn to "

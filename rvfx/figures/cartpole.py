@@ -172,6 +172,11 @@ def fig_balance(results, out):
                            "cartpole_balance", out)
 
 
+def fig_confirm(results, out):
+    return learning_curves(results, "cartpole_confirm", "Cartpole swing-up, Fig. 17's contrast in the "
+                           "screen's chosen cell (configs/cartpole_confirm.yaml)", "cartpole_confirm", out)
+
+
 # ------------------------------------------------------------------------------ rendering
 
 RENDER_EXPERIMENT = "cartpole_rlsvi"
