@@ -1,6 +1,7 @@
 """`rvfx report`: each verdict rule on hand-made tables (holds, differs, inconclusive), the claims
 registry against the figure registry, a report of a tiny run, and --check against hand edits."""
 import math
+import os
 import re
 from pathlib import Path
 
@@ -456,3 +457,32 @@ def test_a_table_is_its_own_figures_and_a_number_keeps_its_sign(tmp_path):
     elsewhere = ("## Speed\nbatch 111.1 and 222.2\n### Fig. 5\n<!-- report:begin fig5_rlsvi_slope -->\n"
                  "<!-- report:end -->\n111.1 and 222.2\n### Fig. 4\nsee `figures/paper/deepsea_tab*.md`: 111.1\n")
     assert stray_numbers(elsewhere, numbers, registry) == [(6, "222.2"), (8, "111.1")]
+
+
+def test_a_readme_table_block_shows_the_committed_table_and_check_catches_an_edit(tiny, tmp_path):
+    """A <!-- table:begin PATH --> block is filled with the file PATH (relative to the README) as it
+    is; its numbers are not stray copies; a number edited inside it, or a block naming no file,
+    fails --check with one line naming the block."""
+    out, readme = tiny / "figs", tmp_path / "README.md"
+    readme.write_text(README)
+    args = ["report", "--results", str(tiny / "results"), "--out", str(out), "--readme", str(readme)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    table = out / "deepsea_tabular_scaling_slopes.md"
+    name = os.path.relpath(table, tmp_path)
+    block = f"<!-- table:begin {name} -->\nstale\n<!-- table:end -->\n"
+    readme.write_text(readme.read_text() + f"\n![Fig. 5]({name})\n{block}")
+    assert CliRunner().invoke(main, args).exit_code == 0
+    filled = readme.read_text()
+    assert f"<!-- table:begin {name} -->\n{table.read_text()}<!-- table:end -->" in filled and "stale" not in filled
+    ok = CliRunner().invoke(main, args + ["--check"])
+    assert ok.exit_code == 0, ok.output
+    number = re.findall(r"\d+\.\d{2,}", table.read_text())[0]
+    block = f"<!-- table:begin {name} -->\n{table.read_text()}"
+    readme.write_text(filled.replace(block, block.replace(number, "9.999", 1)))
+    bad = CliRunner().invoke(main, args + ["--check"])
+    assert bad.exit_code == 1
+    assert [ln for ln in bad.output.splitlines() if "table block" in ln] == [
+        f"{readme}: table block {name} differs from the file (run rvfx report --readme to copy it)"]
+    readme.write_text(filled.replace(name, "figs/no_such_table.md"))
+    missing = CliRunner().invoke(main, args + ["--check"])
+    assert missing.exit_code != 0 and "README table block names no file" in missing.output

@@ -1,5 +1,6 @@
 """The files: report.md and report.html written, or checked against a recomputation; a README's
-report blocks filled or checked, and the numbers of the result tables it copies outside them found."""
+report blocks and table blocks (a committed table file shown in full) filled or checked, and the
+numbers of the result tables it copies outside them found."""
 from __future__ import annotations
 
 import re
@@ -12,6 +13,7 @@ from rvfx.report.render import README_GROUPS, block_markdown, render_html, rende
 from rvfx.report.statistics import num
 
 MARKER = re.compile(r"<!-- report:begin (\S+) -->\n(.*?)<!-- report:end -->", re.S)
+TABLE = re.compile(r"<!-- table:begin (\S+) -->\n(.*?)<!-- table:end -->", re.S)
 
 
 def readme_blocks(text: str) -> list:
@@ -31,6 +33,22 @@ def fill_readme(text: str, registry: dict, outcomes: list) -> str:
     if unknown:
         raise RegistryError(f"README blocks name no claim: {', '.join(unknown)}")
     return MARKER.sub(lambda m: f"<!-- report:begin {m.group(1)} -->\n{blocks[m.group(1)]}<!-- report:end -->", text)
+
+
+def _table_file(root: Path, name: str) -> str:
+    """The text a table block naming `name` holds, or RegistryError naming the missing file."""
+    path = root / name
+    if not path.is_file():
+        raise RegistryError(f"README table block names no file: {path}")
+    text = path.read_text(encoding="utf-8")
+    return text if text.endswith("\n") else text + "\n"
+
+
+def fill_tables(text: str, root: Path) -> str:
+    """`text` with every <!-- table:begin PATH --> block holding the file PATH (relative to `root`,
+    the README's folder) as it is, so that a table shown in the README is the committed one."""
+    return TABLE.sub(lambda m: f"<!-- table:begin {m.group(1)} -->\n{_table_file(root, m.group(1))}"
+                               f"<!-- table:end -->", text)
 
 
 # a number, with its sign when one stands before it ("−3.78", not the hyphen of "1,100-1,900")
@@ -88,14 +106,19 @@ def _section_figures(lines: list[str], registry: dict) -> set[str]:
     return figs
 
 
+def _blank(m: re.Match) -> str:
+    """A block as empty lines, so that the lines around it keep their numbers."""
+    return "\n" * m.group(0).count("\n")
+
+
 def stray_numbers(text: str, numbers: dict[str, set[str]], registry: dict) -> list[tuple[int, str]]:
-    """(line, number) of each number outside the report blocks of `text` that a paper table of a
-    figure its section is about prints (`numbers`, per figure), as a copy of that table would be;
-    only numbers of three significant digits or more ("2.35", "0.220", "1,364"): "0.5" or "20" are
+    """(line, number) of each number outside the report and table blocks of `text` that a paper
+    table of a figure its section is about prints (`numbers`, per figure), as a copy of that table
+    would be; only numbers of three significant digits or more ("2.35", "0.220", "1,364"): "0.5" or "20" are
     too common to tell, and a section's own figures only, so that a batch size of 128 elsewhere
     is not read as a copy of some table's 128."""
     lines = text.splitlines()
-    outside = MARKER.sub(lambda m: "\n" * m.group(0).count("\n"), text).splitlines()
+    outside = TABLE.sub(_blank, MARKER.sub(_blank, text)).splitlines()
     starts = [i for i, line in enumerate(lines) if HEADING.match(line)]
     found = []
     for a, b in zip([0, *starts], [*starts, len(lines)]):
@@ -111,7 +134,8 @@ def write_files(registry: dict, outcomes: list, out: Path, readme: Path | None =
     write_atomic_text(written[0], render_markdown(registry, outcomes, out))
     write_atomic_text(written[1], render_html(registry, outcomes, out))
     if readme is not None:
-        write_atomic_text(readme, fill_readme(readme.read_text(encoding="utf-8"), registry, outcomes))
+        filled = fill_readme(readme.read_text(encoding="utf-8"), registry, outcomes)
+        write_atomic_text(readme, fill_tables(filled, readme.parent))
         written.append(readme)
     return written
 
@@ -139,8 +163,13 @@ def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None =
             elif content != blocks[cid]:
                 problems.append(f"{readme}: block {cid} differs from the results: "
                                 f"{_first_difference(content, blocks[cid])}")
+        for m in TABLE.finditer(readme.read_text(encoding="utf-8")):
+            if m.group(2) != _table_file(readme.parent, m.group(1)):
+                problems.append(f"{readme}: table block {m.group(1)} differs from the file (run rvfx report "
+                                f"--readme to copy it)")
         problems += [f"{readme}:{line}: {token} is a number of the result tables outside a report block "
-                     f"(quote it through <!-- report:begin ID -->, or link the table)"
+                     f"(quote it through <!-- report:begin ID -->, show its table through <!-- table:begin PATH -->, "
+                     f"or link the table)"
                      for line, token in stray_numbers(readme.read_text(encoding="utf-8"),
                                                       paper_numbers(outcomes, out), registry)]
     return problems
