@@ -114,9 +114,9 @@ def _blank(m: re.Match) -> str:
 def stray_numbers(text: str, numbers: dict[str, set[str]], registry: dict) -> list[tuple[int, str]]:
     """(line, number) of each number outside the report and table blocks of `text` that a paper
     table of a figure its section is about prints (`numbers`, per figure), as a copy of that table
-    would be; only numbers of three significant digits or more ("2.35", "0.220", "1,364"): "0.5" or "20" are
-    too common to tell, and a section's own figures only, so that a batch size of 128 elsewhere
-    is not read as a copy of some table's 128."""
+    would be; only numbers of three significant digits or more ("2.35", "0.220", "1,364"): "0.5" or
+    "20" are too common to tell, and a section's own figures only, so that a batch size of 128
+    elsewhere is not read as a copy of some table's 128."""
     lines = text.splitlines()
     outside = TABLE.sub(_blank, MARKER.sub(_blank, text)).splitlines()
     starts = [i for i, line in enumerate(lines) if HEADING.match(line)]
