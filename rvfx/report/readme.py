@@ -156,22 +156,21 @@ def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None =
             i = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
             problems.append(f"{path}:{i + 1}: differs from the recomputed report")
     if readme is not None:
-        blocks = _blocks(registry, outcomes)
-        for cid, content in readme_blocks(readme.read_text(encoding="utf-8")):
+        blocks, text = _blocks(registry, outcomes), readme.read_text(encoding="utf-8")
+        for cid, content in readme_blocks(text):
             if cid not in blocks:
                 problems.append(f"{readme}: block {cid} names no claim")
             elif content != blocks[cid]:
                 problems.append(f"{readme}: block {cid} differs from the results: "
                                 f"{_first_difference(content, blocks[cid])}")
-        for m in TABLE.finditer(readme.read_text(encoding="utf-8")):
+        for m in TABLE.finditer(text):
             if m.group(2) != _table_file(readme.parent, m.group(1)):
                 problems.append(f"{readme}: table block {m.group(1)} differs from the file (run rvfx report "
                                 f"--readme to copy it)")
         problems += [f"{readme}:{line}: {token} is a number of the result tables outside a report block "
                      f"(quote it through <!-- report:begin ID -->, show its table through <!-- table:begin PATH -->, "
                      f"or link the table)"
-                     for line, token in stray_numbers(readme.read_text(encoding="utf-8"),
-                                                      paper_numbers(outcomes, out), registry)]
+                     for line, token in stray_numbers(text, paper_numbers(outcomes, out), registry)]
     return problems
 
 
