@@ -85,9 +85,28 @@ def test_learnt_means_a_final_return_of_100_not_one_pass_through_the_box(tmp_pat
     assert row["reached upright (upright steps > 0), ever"] == "2/3 = 0.67"
     learnt = [v for k, v in row.items() if k.startswith("learnt")][0]
     assert learnt == "1/3 = 0.33"
+    assert row["mean return >= 100 over some 10% window (post hoc)"] == "1/3 = 0.33"
+    assert row["best 10% window's mean return, median over seeds (post hoc)"] == "-6.00"
     assert row["final greedy episode swings the pole up (cos θ > 0.95)"] == "2/3 = 0.67"
     assert row["final greedy episode collects upright reward"] == "1/3 = 0.33"
     assert row["median |θ̇| while up, over those that swing up (reward needs <= 1)"] == "2.2"  # median of 4, 0.4
+
+
+def test_window_returns_count_back_from_the_last_episode_and_window_0_is_the_final_window():
+    """Windows of the final window's length (10%, rounded) end at each run's last episode; a window
+    not held in full is NaN; window 0 equals final_returns; a rise and fall shows in the best window."""
+    from rvfx.analysis.final_return import final_returns, window_returns
+    rise = [-6.0] * 12 + [200.0, 300.0] + [-6.0] * 6           # 20 episodes: windows of 2
+    short = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0]  # 15: windows of 2
+    eps = pd.DataFrame([{"run_id": r, "episode": i + 1, "return": v}
+                        for r, rets in (("rise", rise), ("short", short)) for i, v in enumerate(rets)])
+    w = window_returns(eps)
+    assert list(w.index) == ["rise", "short"]
+    assert w.loc["rise", 0] == -6.0 and w.loc["rise", 3] == 250.0 and w.loc["rise"].max() == 250.0
+    assert w.loc["rise"].notna().sum() == 10
+    assert w.loc["short", 0] == 14.5 and w.loc["short", 6] == 2.5      # episodes 14-15, 2-3
+    assert w.loc["short"].notna().sum() == 7 and np.isnan(w.loc["short", 7])   # episode 1 alone
+    np.testing.assert_array_equal(w[0].to_numpy(), final_returns(eps).to_numpy())
 
 
 def test_runner_keeps_each_runs_final_greedy_episode_and_the_render_draws_it(results, tmp_path):

@@ -22,6 +22,21 @@ def final_returns(episodes: pd.DataFrame) -> pd.Series:
     return episodes[episodes["episode"] >= start].groupby("run_id", sort=False)["return"].mean()
 
 
+def window_returns(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Per run_id (rows, in order of appearance) and window (columns; 0 is the final window, 1 the one
+    before, ...): the mean return over consecutive windows of the final window's length, counted
+    back from the run's last episode, so that window 0 is final_returns' own; a window the run does
+    not hold in full (the first, when the length does not divide the episodes) is NaN. A run's best
+    window tells a swing-up learnt and then lost from one never learnt, which the final window alone
+    does not (added post hoc, after the confirmation's first ensemble run rose and fell)."""
+    last = episodes.groupby("run_id", sort=False)["episode"].transform("max")
+    length = (FINAL_FRACTION * last).round().clip(lower=1)
+    window = ((last - episodes["episode"]) // length).astype(int).rename("window")
+    by = episodes["return"].groupby([episodes["run_id"], window], sort=False)
+    full = by.count() == length.groupby([episodes["run_id"], window], sort=False).first()
+    return by.mean().where(full).unstack("window")
+
+
 def reached(episodes: pd.DataFrame) -> pd.Series:
     """Per logged episode: did it collect the upright reward at least once?"""
     return episodes["upright_steps"] > 0
