@@ -183,3 +183,34 @@ def test_the_screen_is_drawn_alike_from_its_recorded_per_run_tables(tmp_path):
         table = f"cartpole_ablation_{name}.csv"
         assert (tmp_path / "a" / table).read_bytes() == (tmp_path / "b" / table).read_bytes()
     assert_png(tmp_path / "b" / "cartpole_diagnostics.png")
+
+
+def test_confirmation_diagnostics_per_variant_on_the_swing_up_states(tmp_path):
+    """The confirmation's figure and table: Q level and spread on the reference swing-up's states only
+    (the hanging probe is left out), median and quartiles over each agent's runs; no spread for DQN."""
+    exp = tmp_path / "res" / "cartpole_confirm"
+    exp.mkdir(parents=True)
+    diag = []
+    for agent, seeds, members in (("rlsvi", (0, 1, 2), (0, 1)), ("dqn", (0,), (0,))):
+        for seed in seeds:
+            run = f"{agent}-{seed}"
+            for member in members:
+                for probe, q in (("reference_000", 10.0 * seed), ("reference_050", 10.0 * seed + 2.0),
+                                 ("hanging", 1000.0)):
+                    diag.append({"run_id": run, "agent": agent, "seed": seed, "episode": 1, "metric": "q_max",
+                                 "probe": probe, "member": member, "value": q + 4.0 * member})
+                diag.append({"run_id": run, "agent": agent, "seed": seed, "episode": 1, "metric": "overestimation",
+                             "probe": "", "member": member, "value": float(seed)})
+    pd.DataFrame(diag).to_csv(exp / "diagnostics.csv", index=False)
+    (exp / "spec.yaml").write_text(yaml.safe_dump({"experiment": "cartpole_confirm",
+                                                   "env": {"name": "cartpole_swingup"}}))
+    FIGURES["cartpole_confirm_diagnostics"].draw(tmp_path / "res", tmp_path / "out")
+    assert_png(tmp_path / "out" / "cartpole_confirm_diagnostics.png")
+    t = pd.read_csv(tmp_path / "out" / "cartpole_confirm_diagnostics.csv").set_index(["agent", "metric"])
+    # q_level of a run: mean over members and the two swing-up states = 10 seed + 1 + 2
+    assert t.loc[("rlsvi", "q_level"), ["runs", "median", "q25", "q75"]].tolist() == [3, 13.0, 8.0, 18.0]
+    # q_spread: s.d. over members (4 apart) = 2 sqrt 2 on each state, in every run
+    assert t.loc[("rlsvi", "q_spread"), "median"] == pytest.approx(2 * 2 ** 0.5, abs=1e-4)   # table rounds to 4 places
+    assert ("dqn", "q_spread") not in t.index                    # one member: no spread
+    assert t.loc[("dqn", "q_level"), "median"] == 1.0
+    assert t.loc[("rlsvi", "overestimation"), "median"] == 1.0

@@ -114,6 +114,10 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
     Figure("cartpole_diagnostics", ("cartpole_ablation",), "rvfx.figures.cartpole_ablation", "fig_diagnostics",
            "Fig. 17 screen diagnostics: over-estimation of Q, the ensemble's spread and values on "
            "probe states, and the greedy-action flip rate per SGD step, over episodes, per cell"),
+    Figure("cartpole_confirm_diagnostics", ("cartpole_confirm",), "rvfx.figures.cartpole_ablation",
+           "fig_confirm_diagnostics",
+           "Fig. 17 confirmation diagnostics: over-estimation of Q, the members' spread and values on the "
+           "reference swing-up's states, and the greedy-action flip rate, over episodes, per variant"),
     Figure("bsuite_deep_sea", ("bsuite_deep_sea",), "rvfx.figures.interop", "fig_bsuite_deep_sea",
            "bsuite's deep_sea sweep: the episode each size is solved at (fewer than 90% bad episodes so far) "
            "vs size, and bsuite's score per agent, for tabular RLSVI, ensemble RLSVI and DQN (and bsuite's "

@@ -3,6 +3,8 @@ effects, and the members' value diagnostics over episodes, drawn from the screen
 (rvfx/analysis/screen.py): as recorded (`rvfx run --record`, e.g. figures/paper), else computed
 from the collected per-episode and diagnostics tables.
 
+The confirmation's diagnostics (configs/cartpole_confirm.yaml) are drawn the same way, per variant.
+
 The factors and the controls come from the spec's `design` block (saved beside the tables); a
 factor's "-" level is its value in the first cell of the spec, its "+" level the other one.
 """
@@ -20,6 +22,7 @@ from rvfx.experiment.results import load_or_derive, load_spec_value
 from rvfx.figures.common import plt, save, write_table
 
 EXPERIMENT = "cartpole_ablation"
+CONFIRMATION = "cartpole_confirm"
 RESPONSES = {"rewarded_episodes": "rewarded episodes", "final_return": "mean return, last 10%",
              "overestimation": "over-estimation, last diagnostic",
              "log_overestimation": "over-estimation, signed log10 (post hoc)"}
@@ -244,12 +247,24 @@ def fig_ablation(results, out):
             + write_table(confirmation_cell(coded, factors, done), out, "cartpole_ablation_confirmation"))
 
 
-def fig_diagnostics(results, out):
-    diag = load_or_derive(results, EXPERIMENT, "diagnostics_summary", diagnostics_summary)
+def _legend(ax, **kw):
+    """A legend where something was drawn (a CI-scale run may end before its first diagnostic)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kw)
+
+
+SWING_UP = "reference swing-up states"   # diagnostics_summary's kind of the reference controller's states
+
+
+def draw_diagnostics(diag: pd.DataFrame, title: str, name: str, out, q_by: str = "kind"):
+    """Over-estimation and flip rate per agent (mean over its runs), and the members' spread and
+    level of max_a Q on the probe states (median over runs, quartile band): per kind of probe state
+    pooling every agent (q_by="kind", the screen's cells), or per agent on the reference
+    swing-up's states (q_by="agent", the confirmation's variants)."""
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    panels = [(axes[0, 0], "overestimation", "Q(s, a) - discounted return\n(last 10^4 transitions; mean over "
+    panels = [(axes[0, 0], "overestimation", "Q(s, a) - discounted return\n(last 10^4 transitions;\nmean over "
                                              "members, then runs)"),
-              (axes[1, 1], "flip_rate", "greedy-action flips per SGD step\n(live weights; mean over members, "
+              (axes[1, 1], "flip_rate", "greedy-action flips per SGD step\n(live weights;\nmean over members, "
                                         "then runs)")]
     for ax, metric, ylabel in panels:
         d = diag[diag["metric"] == metric].groupby(["agent", "episode"], sort=False)["value"].mean().reset_index()
@@ -260,18 +275,40 @@ def fig_diagnostics(results, out):
         ax.set_ylabel(ylabel)
     axes[0, 0].axhline(0.0, color="0.5", lw=0.8, ls=":")
     axes[0, 0].set_yscale("symlog", linthresh=1.0)      # one diverging cell must not flatten the others
-    axes[0, 0].legend(fontsize=6, ncol=3)
+    _legend(axes[0, 0], fontsize=6, ncol=3)
+    q = diag if q_by == "kind" else diag[diag["kind"] == SWING_UP]
+    where = "probe states" if q_by == "kind" else "the reference swing-up's states"
     for ax, metric, what in ((axes[0, 1], "q_spread", "s.d. over members of max_a Q"),
-                             (axes[1, 0], "q_level", "max_a Q on probe states, mean over members")):
-        for kind, g in diag[diag["metric"] == metric].groupby("kind"):
+                             (axes[1, 0], "q_level", f"max_a Q on {where},\nmean over members")):
+        for label, g in q[q["metric"] == metric].groupby(q_by, sort=False):
             by = g.groupby("episode")["value"]
             median = by.median()
-            ax.plot(median.index, median.values, marker="o", ms=2, label=kind)
+            ax.plot(median.index, median.values, marker="o", ms=2, label=label)
             ax.fill_between(median.index, by.quantile(0.25).values, by.quantile(0.75).values, alpha=0.15)
         ax.set_yscale("symlog", linthresh=1.0)
         ax.set_ylabel(f"{what}\n(median over runs, band: quartiles)")
         ax.set_xlabel("episode")
-        ax.legend(fontsize=7)
-    fig.suptitle("Cartpole swing-up, Fig. 17 screen: what the ensemble's members believe")
+        _legend(ax, fontsize=7)
+    fig.suptitle(title)
     fig.tight_layout()
-    return save(fig, out, "cartpole_diagnostics")
+    return save(fig, out, name)
+
+
+def fig_diagnostics(results, out):
+    diag = load_or_derive(results, EXPERIMENT, "diagnostics_summary", diagnostics_summary)
+    return draw_diagnostics(diag, "Cartpole swing-up, Fig. 17 screen: what the ensemble's members believe",
+                            "cartpole_diagnostics", out)
+
+
+def fig_confirm_diagnostics(results, out):
+    """The confirmation's diagnostics per variant, and the table of what the figure draws: per agent,
+    metric and diagnostic episode, the median and quartiles over runs (Q on the swing-up's states)."""
+    diag = load_or_derive(results, CONFIRMATION, "diagnostics_summary", diagnostics_summary)
+    diag = diag[(diag["kind"] == SWING_UP) | (diag["kind"] == "")]
+    by = diag.groupby(["agent", "metric", "episode"], sort=False)["value"]
+    table = pd.DataFrame({"runs": by.count(), "median": by.median(), "q25": by.quantile(0.25),
+                          "q75": by.quantile(0.75)}).round(4).reset_index()
+    table = table[table["runs"] > 0]              # DQN's one member has no spread
+    return (draw_diagnostics(diag, "Cartpole swing-up, Fig. 17 confirmation (cell c05): what each variant's "
+                             "members believe", "cartpole_confirm_diagnostics", out, q_by="agent")
+            + write_table(table, out, "cartpole_confirm_diagnostics"))
