@@ -280,7 +280,8 @@ def draw_diagnostics(diag: pd.DataFrame, title: str, name: str, out, q_by: str =
     where = "probe states" if q_by == "kind" else "the reference swing-up's states"
     for ax, metric, what in ((axes[0, 1], "q_spread", "s.d. over members of max_a Q"),
                              (axes[1, 0], "q_level", f"max_a Q on {where},\nmean over members")):
-        for label, g in q[q["metric"] == metric].groupby(q_by, sort=False):
+        # agents in spec order, as in the other two panels (same colours); kinds sorted, as drawn before
+        for label, g in q[q["metric"] == metric].groupby(q_by, sort=q_by == "kind"):
             by = g.groupby("episode")["value"]
             median = by.median()
             ax.plot(median.index, median.values, marker="o", ms=2, label=label)
