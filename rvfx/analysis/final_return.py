@@ -25,16 +25,16 @@ def final_returns(episodes: pd.DataFrame) -> pd.Series:
 def window_returns(episodes: pd.DataFrame) -> pd.DataFrame:
     """Per run_id (rows, in order of appearance) and window (columns; 0 is the final window, 1 the one
     before, ...): the mean return over consecutive windows of the final window's length, counted
-    back from the run's last episode, so that window 0 is final_returns' own; a window the run does
-    not hold in full (the first, when the length does not divide the episodes) is NaN. A run's best
-    window tells a swing-up learnt and then lost from one never learnt, which the final window alone
+    back from the run's last episode, so that window 0 is final_returns' own (the mean over the
+    logged episodes in it); the earliest window, when the length does not divide the episodes, is
+    short and NaN. A run's best window tells a swing-up learnt and then lost from one never learnt, which the final window alone
     does not (added post hoc, after the confirmation's first ensemble run rose and fell)."""
     last = episodes.groupby("run_id", sort=False)["episode"].transform("max")
     length = (FINAL_FRACTION * last).round().clip(lower=1)
     window = ((last - episodes["episode"]) // length).astype(int).rename("window")
-    by = episodes["return"].groupby([episodes["run_id"], window], sort=False)
-    full = by.count() == length.groupby([episodes["run_id"], window], sort=False).first()
-    return by.mean().where(full).unstack("window")
+    full = window < last // length                  # the earliest window may be short: left out
+    by = episodes["return"][full].groupby([episodes["run_id"][full], window[full]], sort=False)
+    return by.mean().unstack("window")
 
 
 def reached(episodes: pd.DataFrame) -> pd.Series:

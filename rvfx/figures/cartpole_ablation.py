@@ -23,6 +23,7 @@ from rvfx.figures.common import plt, save, write_table
 
 EXPERIMENT = "cartpole_ablation"
 CONFIRMATION = "cartpole_confirm"
+SWING_UP = "reference swing-up states"   # diagnostics_summary's kind of the reference controller's states
 RESPONSES = {"rewarded_episodes": "rewarded episodes", "final_return": "mean return, last 10%",
              "overestimation": "over-estimation, last diagnostic",
              "log_overestimation": "over-estimation, signed log10 (post hoc)"}
@@ -251,9 +252,6 @@ def _legend(ax, **kw):
     """A legend where something was drawn (a CI-scale run may end before its first diagnostic)."""
     if ax.get_legend_handles_labels()[0]:
         ax.legend(**kw)
-
-
-SWING_UP = "reference swing-up states"   # diagnostics_summary's kind of the reference controller's states
 
 
 def draw_diagnostics(diag: pd.DataFrame, title: str, name: str, out, q_by: str = "kind"):
