@@ -27,8 +27,9 @@ def window_returns(episodes: pd.DataFrame) -> pd.DataFrame:
     before, ...): the mean return over consecutive windows of the final window's length, counted
     back from the run's last episode, so that window 0 is final_returns' own (the mean over the
     logged episodes in it); the earliest window, when the length does not divide the episodes, is
-    short and NaN. A run's best window tells a swing-up learnt and then lost from one never learnt, which the final window alone
-    does not (added post hoc, after the confirmation's first ensemble run rose and fell)."""
+    short and NaN. A run's best window tells a swing-up learnt and then lost from one never
+    learnt, which the final window alone does not (added post hoc, after the confirmation's first
+    ensemble run rose and fell)."""
     last = episodes.groupby("run_id", sort=False)["episode"].transform("max")
     length = (FINAL_FRACTION * last).round().clip(lower=1)
     window = ((last - episodes["episode"]) // length).astype(int).rename("window")
