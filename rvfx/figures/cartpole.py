@@ -135,7 +135,9 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
 
 def learning_curves(results, experiment: str, title: str, name: str, out):
     """Mean +- 1 s.e.m. over seeds of the (smoothed) episodic return, and the fraction of seeds
-    that have reached the upright reward by each episode; plus the summary table."""
+    that have reached the upright reward by each episode; plus the summary table. The return axis
+    is symmetric-log, linear within +-10, so that pushing at every step (-10), standing still (0),
+    a learnt swing-up (>= 100) and the reference controller (~830) are all legible."""
     eps = load_table(results, experiment, "episodes")
     window = _smooth_window(int(eps["episode"].max()))
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
@@ -146,17 +148,22 @@ def learning_curves(results, experiment: str, title: str, name: str, out):
         frac = g.groupby("episode")["reached_by"].mean()
         ax2.step(frac.index, frac.values, where="post", color=f"C{i}", label=f"{label} ({n} seeds)")
     ax.axhline(0.0, color="0.5", lw=0.8, ls=":")
+    ax.axhline(LEARNT_RETURN, color="0.3", lw=0.8, ls="--",
+               label=f"learnt: mean return >= {LEARNT_RETURN:g} over the last 10% of episodes")
     ax.set_xlabel("episode")
-    ax.set_ylabel("episodic reward" + (f"\n(moving average over {window} episodes)" if window > 1 else ""))
+    ax.set_yscale("symlog", linthresh=10.0)
+    lo, hi = ax.dataLim.y0, ax.dataLim.y1      # symlog autoscaling leaves no margin at the top
+    ax.set_ylim(min(lo, -10.0) - 1.0, hi * 1.5 if hi > 10.0 else 11.0)
+    ax.set_ylabel("episodic reward" + (f"\n(moving average over {window} episodes)" if window > 1 else "")
+                  + "\n(symmetric log scale, linear within ±10)")
     ax.set_title("mean ± 1 s.e.m. over seeds")
-    ax.legend(fontsize=7)
     ax2.set_xlabel("episode")
     ax2.set_ylabel("fraction of seeds")
     ax2.set_ylim(-0.03, 1.03)
     ax2.set_title("seeds that have reached the upright reward (upright steps > 0)")
-    ax2.legend(fontsize=7)
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8, frameon=False)
     table = pd.DataFrame(summary_rows(results, experiment, eps))
     return save(fig, out, name) + write_table(table, out, f"{name}_summary")
 

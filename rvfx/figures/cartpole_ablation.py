@@ -276,7 +276,7 @@ def draw_diagnostics(diag: pd.DataFrame, title: str, name: str, out, q_by: str =
     _legend(axes[0, 0], fontsize=6, ncol=3)
     q = diag if q_by == "kind" else diag[diag["kind"] == SWING_UP]
     where = "probe states" if q_by == "kind" else "the reference swing-up's states"
-    for ax, metric, what in ((axes[0, 1], "q_spread", "s.d. over members of max_a Q"),
+    for ax, metric, what in ((axes[0, 1], "q_spread", f"s.d. over members of max_a Q\non {where}"),
                              (axes[1, 0], "q_level", f"max_a Q on {where},\nmean over members")):
         # agents in spec order, as in the other two panels (same colours); kinds sorted, as drawn before
         for label, g in q[q["metric"] == metric].groupby(q_by, sort=q_by == "kind"):
