@@ -123,15 +123,19 @@ def _recorder(exp, out: str, record_dir: str, claims_path: str):
     or registry that cannot be used ends here, before anything runs."""
     from rvfx.experiment import results
     from rvfx.experiment.spec import resolved_yaml
-    from rvfx.report.record import RecordError, recorded, update_record
+    from rvfx.report.record import RecordError, lacking, recorded, update_record
     from rvfx.report.registry import RegistryError, load_registry
     try:
         registry = load_registry(claims_path)
-        ids = recorded(Path(record_dir), exp)
+        ids = recorded(registry, Path(record_dir), exp)
     except (RecordError, RegistryError) as err:
         _fail(str(err), 2)
     except _unreadable_tables() as err:
         _fail(f"--record {record_dir}: {err}", 2)
+    new_tables = lacking(registry, Path(record_dir), exp)
+    if new_tables and (Path(record_dir) / exp.name / "runs.csv").exists():
+        click.echo(f"{Path(record_dir) / exp.name} lacks {', '.join(n + '.csv' for n in new_tables)} (kept since it "
+                   f"was recorded): its runs are taken from {Path(out) / exp.name} or rerun", err=True)
 
     def keep(outcome=None) -> None:
         """After a finished run (collecting first), or once the sweep has collected (no outcome)."""

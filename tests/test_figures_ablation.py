@@ -202,9 +202,23 @@ def test_confirmation_diagnostics_per_variant_on_the_swing_up_states(tmp_path):
                 diag.append({"run_id": run, "agent": agent, "seed": seed, "episode": 1, "metric": "overestimation",
                              "probe": "", "member": member, "value": float(seed)})
     pd.DataFrame(diag).to_csv(exp / "diagnostics.csv", index=False)
+    # 10 episodes a run: rlsvi seed s is rewarded in its first s episodes, and seed 2 alone returns >= 100
+    pd.DataFrame([{"run_id": f"{agent}-{seed}", "agent": agent, "algorithm": agent, "seed": seed, "episode": e,
+                   "return": 150.0 if (agent, seed) == ("rlsvi", 2) else -5.0 if agent == "rlsvi" else 0.0,
+                   "upright_steps": int(agent == "rlsvi" and e <= seed)}
+                  for agent, seeds in (("rlsvi", (0, 1, 2)), ("dqn", (0,))) for seed in seeds
+                  for e in range(1, 11)]).to_csv(exp / "episodes.csv", index=False)
     (exp / "spec.yaml").write_text(yaml.safe_dump({"experiment": "cartpole_confirm",
                                                    "env": {"name": "cartpole_swingup"}}))
     FIGURES["cartpole_confirm_diagnostics"].draw(tmp_path / "res", tmp_path / "out")
+    r = pd.read_csv(tmp_path / "out" / "cartpole_confirm_responses.csv").set_index("agent")
+    learnt = "learnt (mean return >= 100, last 10%; exact 95% CI)"
+    assert r.loc["rlsvi", learnt] == "1/3 [0.01, 0.91]" and r.loc["dqn", learnt] == "0/1 [0.00, 0.97]"
+    assert r.loc["rlsvi", "rewarded episodes (mean, 95% CI over seeds)"].startswith("1.0 [")   # 0, 1, 2
+    assert r.loc["dqn", "mean return, last 10% (mean, 95% CI over seeds)"] == "0.00 (1 seed)"
+    # over-estimation: member mean at the last diagnostic = seed, so the mean over seeds is 1 with
+    # the t-interval 1 +- t(0.975, 2) * 1 / sqrt 3
+    assert r.loc["rlsvi", "over-estimation, last diagnostic (mean, 95% CI over seeds)"] == "1.00 [-1.48, 3.48]"
     assert_png(tmp_path / "out" / "cartpole_confirm_diagnostics.png")
     t = pd.read_csv(tmp_path / "out" / "cartpole_confirm_diagnostics.csv").set_index(["agent", "metric"])
     # q_level of a run: mean over members and the two swing-up states = 10 seed + 1 + 2

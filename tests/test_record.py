@@ -75,3 +75,27 @@ def test_a_record_of_another_spec_or_a_damaged_one_is_refused_before_anything_ru
     refused = invoke("export", "--results", exported.parent.parent / "results", "--out", record)
     assert refused.exit_code != 0 and "runs.csv: damaged" in refused.output
     assert runs.read_bytes() == before
+
+
+def test_a_table_kept_since_the_record_was_made_is_taken_from_the_results_folder_or_rerun(exported, tmp_path):
+    """A figure that starts keeping a table (claims.yaml `tables`) must not leave a record whose runs
+    lack it: the runs come from a results folder that holds them, else they are rerun."""
+    claims = tmp_path / "claims.yaml"
+    entry = 'deepsea_tabular_scaling: {paper: "Fig. 5 (fig:tabular_scale)"'
+    text = (CONFIGS.parent / "claims.yaml").read_text()
+    assert entry in text
+    claims.write_text(text.replace(entry, entry + ", tables: [final_returns]"))
+    whole = exported.parent.parent / "results"
+    for out, done, to_run in ((tmp_path / "new", 0, 24), (whole, 24, 0)):     # machine lost; machine kept
+        record = tmp_path / f"paper_{to_run}"
+        shutil.copytree(exported, record / EXP)
+        res = invoke("run", SPEC, *SETS, "--out", out, "--record", record, "--claims", claims)
+        assert res.exit_code == 0, res.output
+        assert "lacks final_returns.csv (kept since it was recorded)" in res.output
+        assert f"{done} done, 0 recorded in" in res.output and f"{to_run} to run" in res.output
+        assert (record / EXP / "runs.csv").read_bytes() == (exported / "runs.csv").read_bytes()
+        assert "final_returns.csv" in (record / EXP / "tables.json").read_text()
+        again = invoke("run", SPEC, *SETS, "--out", out, "--record", record, "--claims", claims)
+        assert "24 recorded" in again.output and "0 to run" in again.output and "lacks" not in again.output
+    assert (tmp_path / "paper_0" / EXP / "final_returns.csv").read_bytes() == \
+        (tmp_path / "paper_24" / EXP / "final_returns.csv").read_bytes()

@@ -1,4 +1,5 @@
-"""The Fig. 17 screen's per-run tables (configs/cartpole_ablation.yaml): `screen_runs`, one row per
+"""The Fig. 17 screen's per-run tables (configs/cartpole_ablation.yaml; the confirmation's too,
+configs/cartpole_confirm.yaml, whose variants are its cells): `screen_runs`, one row per
 run with its cell, factor levels and responses, and `diagnostics_summary`, the members' value
 diagnostics reduced to one value per run, diagnostic episode and kind of probe state. Both are
 small enough to commit as the screen's record (`rvfx run --record`), so its analysis survives the

@@ -3,7 +3,8 @@ effects, and the members' value diagnostics over episodes, drawn from the screen
 (rvfx/analysis/screen.py): as recorded (`rvfx run --record`, e.g. figures/paper), else computed
 from the collected per-episode and diagnostics tables.
 
-The confirmation's diagnostics (configs/cartpole_confirm.yaml) are drawn the same way, per variant.
+The confirmation's diagnostics (configs/cartpole_confirm.yaml) are drawn the same way, per variant,
+and its variants' responses tabled as the cells' are.
 
 The factors and the controls come from the spec's `design` block (saved beside the tables); a
 factor's "-" level is its value in the first cell of the spec, its "+" level the other one.
@@ -107,16 +108,14 @@ def _learnt(flags: pd.Series) -> str:
     return f"{k}/{n} [{lo:.2f}, {hi:.2f}]"
 
 
-def cell_table(runs: pd.DataFrame, coded: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
-    """Every cell (and control) with its signs, seeds and responses, mean ± s.e.m. over seeds."""
+def response_table(runs: pd.DataFrame, first: str) -> pd.DataFrame:
+    """Per agent (column `first`: a cell, a control, a variant), in order of appearance: its seeds,
+    the seeds learnt with their exact 95% CI, each response's mean with its 95% t-interval over
+    seeds, and the mean flip rate."""
     order = list(dict.fromkeys(runs["agent"]))
-    sign = coded.groupby("agent")[factors].first().reindex(order)
     g = runs.groupby("agent", sort=False)
     table = pd.DataFrame({
-        "cell": order,
-        "signs " + "".join(chr(65 + i) for i in range(len(factors))):
-            ["control" if any(pd.isna(v) for v in r) else "".join("+" if v > 0 else "-" for v in r)
-             for r in sign.itertuples(index=False)],
+        first: order,
         "seeds": g.size().reindex(order).to_numpy(),
         f"learnt (mean return >= {LEARNT_RETURN:g}, last 10%; exact 95% CI)":
             [_learnt(g.get_group(a)["learnt"]) for a in order],
@@ -126,6 +125,16 @@ def cell_table(runs: pd.DataFrame, coded: pd.DataFrame, factors: list[str]) -> p
         table[label + " (mean, 95% CI over seeds)"] = _mean_ci(runs, col, fmt).reindex(order).to_numpy()
     table["flip rate per SGD step"] = runs.groupby("agent")["flip_rate"].mean().reindex(order).map(
         lambda v: NOT_MEASURED if np.isnan(v) else f"{v:.4f}").to_numpy()
+    return table
+
+
+def cell_table(runs: pd.DataFrame, coded: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
+    """Every cell (and control) with its signs, seeds and responses (response_table)."""
+    table = response_table(runs, "cell")
+    sign = coded.groupby("agent")[factors].first().reindex(table["cell"])
+    table.insert(1, "signs " + "".join(chr(65 + i) for i in range(len(factors))),
+                 ["control" if any(pd.isna(v) for v in r) else "".join("+" if v > 0 else "-" for v in r)
+                  for r in sign.itertuples(index=False)])
     return table
 
 
@@ -301,7 +310,11 @@ def fig_diagnostics(results, out):
 
 def fig_confirm_diagnostics(results, out):
     """The confirmation's diagnostics per variant, and the table of what the figure draws: per agent,
-    metric and diagnostic episode, the median and quartiles over runs (Q on the swing-up's states)."""
+    metric and diagnostic episode, the median and quartiles over runs (Q on the swing-up's states);
+    plus each variant's responses with their CIs, as the screen's cells have them (from the
+    per-run table `screen_runs`, which the record keeps)."""
+    runs = load_or_derive(results, CONFIRMATION, "screen_runs", screen_runs)
+    responses = write_table(response_table(runs, "agent"), out, "cartpole_confirm_responses")
     diag = load_or_derive(results, CONFIRMATION, "diagnostics_summary", diagnostics_summary)
     diag = diag[(diag["kind"] == SWING_UP) | (diag["kind"] == "")]
     by = diag.groupby(["agent", "metric", "episode"], sort=False)["value"]
@@ -310,4 +323,4 @@ def fig_confirm_diagnostics(results, out):
     table = table[table["runs"] > 0]              # DQN's one member has no spread
     return (draw_diagnostics(diag, "Cartpole swing-up, Fig. 17 confirmation (cell c05): what each variant's "
                              "members believe", "cartpole_confirm_diagnostics", out, q_by="agent")
-            + write_table(table, out, "cartpole_confirm_diagnostics"))
+            + write_table(table, out, "cartpole_confirm_diagnostics") + responses)

@@ -35,10 +35,17 @@ def _has_record(d: Path, exp) -> bool:
     return True
 
 
-def recorded(record: Path, exp) -> set[str]:
-    """The run ids of `exp` its record holds (runs.csv, checked against tables.json), or RecordError
+def lacking(registry: dict, record: Path, exp) -> list[str]:
+    """The tables kept for `exp` (kept_tables) that its record lacks: kept since it was recorded."""
+    d = experiment_dir(record, exp.name)
+    return [n for n in sorted(kept_tables(registry).get(exp.name, {"runs"})) if not (d / f"{n}.csv").exists()]
+
+
+def recorded(registry: dict, record: Path, exp) -> set[str]:
+    """The run ids of `exp` its record holds (runs.csv, checked against tables.json); none while it
+    lacks a kept table, so that those runs are taken from the results folder or rerun; RecordError
     when the record was made under another resolved spec or scale."""
-    if not _has_record(experiment_dir(record, exp.name), exp):
+    if not _has_record(experiment_dir(record, exp.name), exp) or lacking(registry, record, exp):
         return set()
     return set(load_table(record, exp.name, "runs")["run_id"]) & {r.run_id for r in exp.runs}
 
@@ -46,10 +53,12 @@ def recorded(record: Path, exp) -> set[str]:
 def update_record(registry: dict, results: Path, record: Path, exp) -> Path | None:
     """Merge the runs collected in `results` into the record of `exp` (a run in both takes its
     collected rows), rows in the spec's run order, failures.csv listing the runs in neither; the
-    folder, or None when neither holds a finished run yet."""
+    folder, or None when neither holds a finished run yet. While the record lacks a kept table, it
+    keeps only the runs collected in `results` (the others are rerun: `recorded` counts none)."""
     names = sorted(kept_tables(registry).get(exp.name, {"runs"}))
     src, dst = experiment_dir(results, exp.name), experiment_dir(record, exp.name)
-    old = {n: load_table(record, exp.name, n) for n in names} if _has_record(dst, exp) else {}
+    old = ({n: load_table(record, exp.name, n) for n in names}
+           if _has_record(dst, exp) and not lacking(registry, record, exp) else {})
     new = {n: experiment_table(results, exp.name, n) for n in names} if (src / "runs.csv").exists() else {}
     if not old and not new:
         return None
