@@ -134,29 +134,34 @@ def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
 
 
 def learning_curves(results, experiment: str, title: str, name: str, out):
-    """Mean +- 1 s.e.m. over seeds of the (smoothed) episodic return, and the fraction of seeds
-    that have reached the upright reward by each episode; plus the summary table. The return axis
-    is symmetric-log, linear within +-10, so that pushing at every step (-10), standing still (0),
-    a learnt swing-up (>= 100) and the reference controller (~830) are all legible."""
+    """Mean +- 1 s.e.m. over seeds of the (smoothed) episodic return, each run's own curve (so
+    that one seed that learns, or learns and forgets, is not averaged away), and the fraction of
+    seeds that have reached the upright reward by each episode; plus the summary table. The return
+    axes are symmetric-log, linear within +-10, so that pushing at every step (-10), standing
+    still (0), a learnt swing-up (>= 100) and the reference controller (~830) are all legible."""
     eps = load_table(results, experiment, "episodes")
     window = _smooth_window(int(eps["episode"].max()))
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, (ax, ax_runs, ax2) = plt.subplots(1, 3, figsize=(17, 4.4))
     for i, (label, g) in enumerate(_groups(results, experiment, eps)):
         g = _per_run(g, window)
         n = g["run_id"].nunique()
         band(ax, g, "episode", "smoothed", f"{label} ({n} seeds)", color=f"C{i}")
+        for _, run in g.groupby("run_id", sort=False):
+            ax_runs.plot(run["episode"], run["smoothed"], color=f"C{i}", lw=0.6, alpha=0.6)
         frac = g.groupby("episode")["reached_by"].mean()
         ax2.step(frac.index, frac.values, where="post", color=f"C{i}", label=f"{label} ({n} seeds)")
-    ax.axhline(0.0, color="0.5", lw=0.8, ls=":")
-    ax.axhline(LEARNT_RETURN, color="0.3", lw=0.8, ls="--",
-               label=f"learnt: mean return >= {LEARNT_RETURN:g} over the last 10% of episodes")
-    ax.set_xlabel("episode")
-    ax.set_yscale("symlog", linthresh=10.0)
-    lo, hi = ax.dataLim.y0, ax.dataLim.y1      # symlog autoscaling leaves no margin at the top
-    ax.set_ylim(min(lo, -10.0) - 1.0, hi * 1.5 if hi > 10.0 else 11.0)
+    for a in (ax, ax_runs):
+        a.axhline(0.0, color="0.5", lw=0.8, ls=":")
+        a.axhline(LEARNT_RETURN, color="0.3", lw=0.8, ls="--",
+                  label=f"learnt: mean return >= {LEARNT_RETURN:g} over the last 10% of episodes")
+        a.set_xlabel("episode")
+        a.set_yscale("symlog", linthresh=10.0)
+        lo, hi = a.dataLim.y0, a.dataLim.y1      # symlog autoscaling leaves no margin at the top
+        a.set_ylim(min(lo, -10.0) - 1.0, hi * 1.5 if hi > 10.0 else 11.0)
     ax.set_ylabel("episodic reward" + (f"\n(moving average over {window} episodes)" if window > 1 else "")
                   + "\n(symmetric log scale, linear within ±10)")
     ax.set_title("mean ± 1 s.e.m. over seeds")
+    ax_runs.set_title("each run")
     ax2.set_xlabel("episode")
     ax2.set_ylabel("fraction of seeds")
     ax2.set_ylim(-0.03, 1.03)
