@@ -143,7 +143,10 @@ def _recorder(exp, out: str, record_dir: str, claims_path: str):
             if not outcome.ok:
                 return
             results.collect(out, exp.runs, resolved_yaml(exp))
-        update_record(registry, Path(out), Path(record_dir), exp)
+        try:
+            update_record(registry, Path(out), Path(record_dir), exp)
+        except RecordError as err:
+            _fail(str(err), 2)
     return keep, ids
 
 

@@ -1,6 +1,7 @@
 """`rvfx run --record DIR`: a sweep cut off, whose results folder is then lost with the machine,
 resumes from its committed record without redoing a recorded run, and the record it ends with is
 byte for byte the export of one uninterrupted sweep."""
+import json
 import shutil
 
 import pytest
@@ -50,6 +51,9 @@ def test_a_cut_sweep_resumes_from_its_record_on_a_new_machine_and_ends_as_one_sw
     assert sorted(p.name for p in (record / EXP).iterdir()) == sorted(p.name for p in exported.iterdir())
     for name in ("runs.csv", "tables.json", "spec.yaml"):
         assert (record / EXP / name).read_bytes() == (exported / name).read_bytes(), name
+    # what made each run, the 7 of the lost machine's too, as the export of one sweep says
+    made_by = json.loads((record / EXP / "provenance.json").read_text())["runs"]
+    assert made_by == json.loads((exported / "provenance.json").read_text())["runs"] and len(made_by) == 24
     again = invoke("run", SPEC, *SETS, "--out", tmp_path / "third", "--record", record)
     assert again.exit_code == 0 and "24 recorded" in again.output and "0 to run" in again.output
     # an export from a folder that lacks the recorded runs would drop them: refused, nothing written
@@ -71,6 +75,12 @@ def test_a_record_of_another_spec_or_a_damaged_one_is_refused_before_anything_ru
     damaged = invoke("run", SPEC, *SETS, "--out", tmp_path / "r", "--record", record)
     assert damaged.exit_code == 2 and "damaged" in damaged.output
     assert not (tmp_path / "r" / EXP / "shards").exists()
+    runs.write_bytes((exported / "runs.csv").read_bytes())
+    (record / EXP / "provenance.json").write_text('{"runs": ')
+    unreadable = invoke("run", SPEC, *SETS, "--out", tmp_path / "r", "--record", record)
+    assert unreadable.exit_code == 2 and "provenance.json: unreadable" in unreadable.output
+    assert not (tmp_path / "r" / EXP / "shards").exists()
+    runs.write_text(runs.read_text().replace(",3,", ",4,", 1))
     before = runs.read_bytes()       # nor does an export read the damaged record's runs
     refused = invoke("export", "--results", exported.parent.parent / "results", "--out", record)
     assert refused.exit_code != 0 and "runs.csv: damaged" in refused.output

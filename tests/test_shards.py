@@ -34,7 +34,9 @@ def test_manifest_lists_every_table_with_rows_checksum_settings_and_code(tiny_sp
     assert manifest["blas"] and all(k.split()[-1] == "Haswell" for k in manifest["blas"]
                                     if platform.machine() == "x86_64" and k.startswith("openblas"))
     assert oct((out / "tiny" / "runs.csv").stat().st_mode & 0o777) == oct(results.FILE_MODE)
-    assert json.loads((out / "tiny" / "provenance.json").read_text())["blas"] == manifest["blas"]
+    provenance = json.loads((out / "tiny" / "provenance.json").read_text())
+    assert provenance["blas"] == manifest["blas"]
+    assert provenance["runs"][run.run_id] == {"commit": manifest["code"]["commit"], "blas": manifest["blas"]}
 
 
 def test_truncated_emptied_and_corrupted_shards_are_named_rerun_and_tables_match(tiny_spec, tmp_path):

@@ -190,13 +190,16 @@ def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
         return {}
     exp_dir = experiment_dir(out, runs[0].experiment)
     tables: dict[str, list] = {"episodes": [], "runs": [], "timing": []}
-    failures = []
+    failures, made_by = [], {}
     for run in runs:
         problem = shard_problem(out, run)
         if problem is None:
             for path in sorted(shard_dir(out, run).glob("*.csv")):
                 name = "runs" if path.stem == "summary" else path.stem
                 tables.setdefault(name, []).append(pd.read_csv(path))
+            manifest = json.loads((shard_dir(out, run) / MANIFEST).read_text(encoding="utf-8"))
+            made_by[run.run_id] = {"commit": manifest.get("code", {}).get("commit", ""),
+                                   "blas": manifest.get("blas", [])}
             continue
         fail = exp_dir / "failed" / f"{run.run_id}.txt"
         status = "failed" if fail.exists() else "missing" if problem == "missing" else "damaged"
@@ -220,8 +223,14 @@ def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
     write_atomic_text(exp_dir / TABLES, json.dumps(checksums, indent=1, sort_keys=True) + "\n")
     if resolved_spec is not None:
         write_atomic_text(exp_dir / "spec.yaml", resolved_spec)
-    write_atomic_text(exp_dir / "provenance.json", json.dumps(environment(), indent=1, sort_keys=True) + "\n")
+    write_atomic_text(exp_dir / "provenance.json", provenance_text(made_by))
     return written
+
+
+def provenance_text(made_by: dict) -> str:
+    """provenance.json: the environment that collects (environment()) and, under "runs", the commit
+    and BLAS kernels that made each run (from its shard's manifest), which may differ run to run."""
+    return json.dumps({**environment(), "runs": made_by}, indent=1, sort_keys=True) + "\n"
 
 
 def missing_runs(results: str | Path, experiment: str) -> str | None:

@@ -8,12 +8,13 @@ kept table is one (regret_over_bounds keeps the same logged episodes of every ru
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from rvfx.experiment.results import experiment_dir, load_table
+from rvfx.experiment.results import experiment_dir, load_table, provenance_text
 from rvfx.experiment.spec import resolved_yaml
 from rvfx.report.export import kept_tables, write_tables
 from rvfx.report.tables import experiment_table
@@ -32,6 +33,7 @@ def _has_record(d: Path, exp) -> bool:
     if not spec.exists() or spec.read_text(encoding="utf-8") != resolved_yaml(exp):
         raise RecordError(f"{d}: recorded under another spec or scale (its spec.yaml differs from this "
                           f"sweep's); move it aside or record elsewhere")
+    _made_by(d)                                    # refuses an unreadable provenance.json now
     return True
 
 
@@ -48,6 +50,17 @@ def recorded(registry: dict, record: Path, exp) -> set[str]:
     if not _has_record(experiment_dir(record, exp.name), exp) or lacking(registry, record, exp):
         return set()
     return set(load_table(record, exp.name, "runs")["run_id"]) & {r.run_id for r in exp.runs}
+
+
+def _made_by(folder: Path) -> dict:
+    """Per run id, what made it (provenance.json's "runs"; none in one written before rvfx kept it)."""
+    path = folder / "provenance.json"
+    if not path.exists():
+        return {}
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8")).get("runs", {}))
+    except (ValueError, AttributeError, TypeError) as err:
+        raise RecordError(f"{path}: unreadable ({type(err).__name__}); restore it (git checkout) or delete it") from err
 
 
 def update_record(registry: dict, results: Path, record: Path, exp) -> Path | None:
@@ -69,11 +82,9 @@ def update_record(registry: dict, results: Path, record: Path, exp) -> Path | No
         parts = ([old[n][~old[n]["run_id"].isin(fresh)]] if old else []) + ([new[n]] if new else [])
         merged = pd.concat(parts, ignore_index=True)
         frames[n] = merged.iloc[np.argsort(merged["run_id"].map(order).to_numpy(), kind="stable")]
-    extras = {"spec.yaml": resolved_yaml(exp)}
-    if (src / "provenance.json").exists():
-        extras["provenance.json"] = (src / "provenance.json").read_text(encoding="utf-8")
-    elif (dst / "provenance.json").exists():
-        extras["provenance.json"] = (dst / "provenance.json").read_text(encoding="utf-8")
+    made_by = {r: v for r, v in _made_by(dst).items() if r not in fresh} | _made_by(src)
+    extras = {"spec.yaml": resolved_yaml(exp),
+              "provenance.json": provenance_text({r: made_by[r] for r in frames["runs"]["run_id"] if r in made_by})}
     if (src / "failures.csv").exists():
         failures = pd.read_csv(src / "failures.csv")
         failures = failures[~failures["run_id"].isin(frames["runs"]["run_id"])]
