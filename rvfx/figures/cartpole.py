@@ -147,7 +147,7 @@ def learning_curves(results, experiment: str, title: str, name: str, out):
         n = g["run_id"].nunique()
         band(ax, g, "episode", "smoothed", f"{label} ({n} seeds)", color=f"C{i}")
         for _, run in g.groupby("run_id", sort=False):
-            ax_runs.plot(run["episode"], run["smoothed"], color=f"C{i}", lw=0.6, alpha=0.6)
+            ax_runs.plot(run["episode"], run["smoothed"], color=f"C{i}", lw=0.6, alpha=0.6, rasterized=True)
         frac = g.groupby("episode")["reached_by"].mean()
         ax2.step(frac.index, frac.values, where="post", color=f"C{i}", label=f"{label} ({n} seeds)")
     for a in (ax, ax_runs):
