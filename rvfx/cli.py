@@ -133,7 +133,7 @@ def _recorder(exp, out: str, record_dir: str, claims_path: str):
     except _unreadable_tables() as err:
         _fail(f"--record {record_dir}: {err}", 2)
     new_tables = lacking(registry, Path(record_dir), exp)
-    if new_tables and (Path(record_dir) / exp.name / "runs.csv").exists():
+    if new_tables:
         click.echo(f"{Path(record_dir) / exp.name} lacks {', '.join(n + '.csv' for n in new_tables)} (kept since it "
                    f"was recorded): its runs are taken from {Path(out) / exp.name} or rerun", err=True)
 

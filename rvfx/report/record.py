@@ -38,16 +38,25 @@ def _has_record(d: Path, exp) -> bool:
 
 
 def lacking(registry: dict, record: Path, exp) -> list[str]:
-    """The tables kept for `exp` (kept_tables) that its record lacks: kept since it was recorded."""
+    """The tables kept for `exp` (kept_tables) that its record lacks: kept since it was recorded
+    (none where there is no record yet)."""
     d = experiment_dir(record, exp.name)
+    if not (d / "runs.csv").exists():
+        return []
     return [n for n in sorted(kept_tables(registry).get(exp.name, {"runs"})) if not (d / f"{n}.csv").exists()]
+
+
+def _complete(registry: dict, record: Path, exp) -> bool:
+    """Whether the record of `exp` holds runs in every kept table: the runs `recorded` counts and
+    `update_record` keeps (RecordError as _has_record)."""
+    return _has_record(experiment_dir(record, exp.name), exp) and not lacking(registry, record, exp)
 
 
 def recorded(registry: dict, record: Path, exp) -> set[str]:
     """The run ids of `exp` its record holds (runs.csv, checked against tables.json); none while it
     lacks a kept table, so that those runs are taken from the results folder or rerun; RecordError
     when the record was made under another resolved spec or scale."""
-    if not _has_record(experiment_dir(record, exp.name), exp) or lacking(registry, record, exp):
+    if not _complete(registry, record, exp):
         return set()
     return set(load_table(record, exp.name, "runs")["run_id"]) & {r.run_id for r in exp.runs}
 
@@ -70,8 +79,7 @@ def update_record(registry: dict, results: Path, record: Path, exp) -> Path | No
     keeps only the runs collected in `results` (the others are rerun: `recorded` counts none)."""
     names = sorted(kept_tables(registry).get(exp.name, {"runs"}))
     src, dst = experiment_dir(results, exp.name), experiment_dir(record, exp.name)
-    old = ({n: load_table(record, exp.name, n) for n in names}
-           if _has_record(dst, exp) and not lacking(registry, record, exp) else {})
+    old = {n: load_table(record, exp.name, n) for n in names} if _complete(registry, record, exp) else {}
     new = {n: experiment_table(results, exp.name, n) for n in names} if (src / "runs.csv").exists() else {}
     if not old and not new:
         return None
