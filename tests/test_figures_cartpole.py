@@ -6,10 +6,16 @@ import pandas as pd
 import pytest
 from cli_helpers import CONFIGS, assert_png, invoke
 
+from rvfx.analysis.curves import cartpole_runs, return_curves
+from rvfx.analysis.final_return import reached
 from rvfx.envs.cartpole import rollouts
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.figures import FIGURES
 from rvfx.figures import cartpole as figs
+from rvfx.report.export import export_tables
+from rvfx.report.registry import load_registry
+
+CLAIMS = CONFIGS.parent / "claims.yaml"
 
 # A tiny budget: 2 seeds x 2 episodes of 1.0 s (101 steps; SGD starts at step 128, so it runs).
 TINY = ("--set", "seeds=2", "--set", "episodes=2", "--set", "env.max_time=1.0")
@@ -75,13 +81,18 @@ def test_learnt_means_a_final_return_of_100_not_one_pass_through_the_box(tmp_pat
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "spec.yaml").write_text("env: {name: cartpole_swingup}\n"
                                              "agents:\n  rlsvi: {algorithm: ensemble_rlsvi}\n")
+    eps.to_csv(tmp_path / "x" / "episodes.csv", index=False)
     theta = {"r0": [math.pi, 0.3, -0.3], "r1": [math.pi, 0.32, math.pi], "r2": [math.pi, 0.1, 0.0]}
     reward = {"r0": [0, 0, 0], "r1": [0, 0, 0], "r2": [0, 1, 1]}          # cos 0.3 = 0.955, cos 0.32 = 0.949
     theta_dot = {"r0": [9, -6, 2], "r1": [0, 9, 9], "r2": [9, 0.5, -0.3]}  # while up: r0 6, 2; r2 0.5, 0.3
     pd.DataFrame([{"run_id": r, "step": i, "theta": th, "theta_dot": theta_dot[r][i], "x": 0.0, "x_dot": 0.0,
                    "reward": reward[r][i]}
                   for r in theta for i, th in enumerate(theta[r])]).to_csv(tmp_path / "x" / "trajectory.csv")
-    row = figs.summary_rows(tmp_path, "x", eps)[0]
+    runs = cartpole_runs(tmp_path, "x")
+    assert runs["run_id"].tolist() == ["r0", "r1", "r2"] and runs["episodes"].tolist() == [20] * 3
+    np.testing.assert_array_equal(runs["first_reached"], [3, np.nan, 3])
+    assert runs["reached_in_final_window"].tolist() == [False, False, True]
+    row = figs.summary_rows(tmp_path, "x", runs)[0]
     assert row["reached upright (upright steps > 0), ever"] == "2/3 = 0.67"
     learnt = [v for k, v in row.items() if k.startswith("learnt")][0]
     assert learnt == "1/3 = 0.33"
@@ -162,7 +173,7 @@ def test_upright_steps_count_exactly_the_rewarded_steps():
         rewarded += tr.reward > 0.5
     assert rewarded > 20
     assert env.episode_metrics() == {"upright_steps": rewarded}
-    assert figs.reached(pd.DataFrame({"upright_steps": [rewarded, 0]})).tolist() == [True, False]
+    assert reached(pd.DataFrame({"upright_steps": [rewarded, 0]})).tolist() == [True, False]
 
 
 def test_pick_run_prefers_the_greedy_episode_nearest_a_swing_up_then_the_best_final_return():
@@ -187,3 +198,39 @@ def test_figures_are_registered_for_their_experiments():
     assert FIGURES["cartpole_rlsvi"].experiments == ("cartpole_rlsvi",)
     assert FIGURES["cartpole_render"].experiments == ("cartpole_rlsvi",)
     assert FIGURES["cartpole_balance"].experiments == ("cartpole_balance",)
+
+
+def test_return_curves_are_the_mean_return_over_blocks_of_the_smoothing_window(tmp_path):
+    """100 episodes: blocks of 2 (episodes 1-2, 3-4, ...), each drawn at its last episode; a run of 101
+    episodes (the same window) ends with a block of episode 101 alone; one of 200, blocks of 4."""
+    (tmp_path / "x").mkdir()
+    pd.DataFrame([{"run_id": r, "agent": "a", "seed": i, "episode": e, "return": float(e)}
+                  for i, (r, n) in enumerate((("r0", 100), ("r1", 101), ("r2", 200))) for e in range(1, n + 1)]
+                 ).to_csv(tmp_path / "x" / "episodes.csv", index=False)
+    curves = return_curves(tmp_path, "x")
+    r0, r1 = (curves[curves["run_id"] == r] for r in ("r0", "r1"))
+    ends = list(range(2, 101, 2))
+    assert r0["episode"].tolist() == ends and r0["return"].tolist() == [e - 0.5 for e in ends]
+    assert len(r1) == 51 and r1["episode"].iloc[-1] == 101 and r1["return"].iloc[-1] == 101.0
+    r2 = curves[curves["run_id"] == "r2"]
+    assert r2["episode"].tolist() == list(range(4, 201, 4)) and r2["return"].iloc[0] == 2.5
+
+
+def test_the_fraction_reached_steps_up_at_each_runs_first_rewarded_episode():
+    runs = pd.DataFrame({"first_reached": [1.0, 3.0, np.nan, 3.0], "episodes": [10] * 4})
+    x, y = figs._reached_by(runs)
+    assert x.tolist() == [1, 3, 10] and y.tolist() == [0.25, 0.75, 0.75]
+
+
+def test_the_figures_are_drawn_alike_from_their_recorded_per_run_tables(results, tmp_path):
+    """A record keeps the per-run curves and summaries (claims.yaml `tables`), not the per-episode or
+    rollout tables, and the figures' summary tables drawn from it are the same bytes."""
+    export_tables(load_registry(CLAIMS), results, tmp_path / "paper")
+    kept = sorted(p.name for p in (tmp_path / "paper" / "cartpole_rlsvi").glob("*.csv"))
+    assert kept == ["cartpole_runs.csv", "final_returns.csv", "return_curves.csv", "runs.csv"]
+    for fig in ("cartpole_dqn", "cartpole_rlsvi", "cartpole_balance"):
+        for source, out in ((results, "a"), (tmp_path / "paper", "b")):
+            FIGURES[fig].draw(source, tmp_path / out)
+        table = f"{fig}_summary.csv"
+        assert (tmp_path / "a" / table).read_bytes() == (tmp_path / "b" / table).read_bytes()
+        assert_png(tmp_path / "b" / f"{fig}.png")

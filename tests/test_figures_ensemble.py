@@ -6,6 +6,9 @@ import pytest
 from cli_helpers import CONFIGS, assert_png, invoke
 
 from rvfx.analysis.stats import plateau_k
+from rvfx.figures import FIGURES
+from rvfx.report.export import export_tables
+from rvfx.report.registry import load_registry
 
 
 @pytest.mark.parametrize("name", ["deepsea_ensemble", "deepsea_ensemble_scaling"])
@@ -32,6 +35,13 @@ def test_fig14_spec_runs_through_the_cli_and_draws(tmp_path):
     assert_png(figs / "deepsea_ensemble.png")
     table = pd.read_csv(figs / "deepsea_ensemble_summary.csv")
     assert table["K"].tolist() == [1, 3] and table["seeds"].tolist() == [2, 2]
+    # Its record keeps the regret curves, not the per-episode table, and draws the same summary.
+    export_tables(load_registry(CONFIGS.parent / "claims.yaml"), out, tmp_path / "paper")
+    kept = sorted(p.name for p in (tmp_path / "paper" / "deepsea_ensemble").glob("*.csv"))
+    assert kept == ["regret_curves.csv", "runs.csv"]
+    FIGURES["deepsea_ensemble"].draw(tmp_path / "paper", tmp_path / "b")
+    assert (tmp_path / "b" / "deepsea_ensemble_summary.csv").read_bytes() == \
+        (figs / "deepsea_ensemble_summary.csv").read_bytes()
 
 
 def test_fig15_spec_runs_through_the_cli_and_draws(tmp_path):

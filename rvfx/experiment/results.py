@@ -28,7 +28,9 @@ from typing import BinaryIO
 
 import pandas as pd
 
+from rvfx.envs import ENVS
 from rvfx.experiment.provenance import blas_kernels, code_version, environment
+from rvfx.experiment.spec import as_current
 
 MANIFEST = "manifest.json"
 SHARD_FORMAT = 1
@@ -273,3 +275,11 @@ def load_spec_value(results: str | Path, experiment: str, keys: tuple):
     for k in keys:
         node = node.get(k) if isinstance(node, dict) else None
     return node
+
+
+def env_params(results: str | Path, experiment: str):
+    """The experiment's environment parameters as its resolved spec (saved beside the tables) set
+    them, defaults for the rest: the figures' constants come from here, not from literals."""
+    env = dict(load_spec_value(results, experiment, ("env",)) or {})
+    params_cls = ENVS[env.pop("name")][1]
+    return params_cls(**as_current(params_cls, env))

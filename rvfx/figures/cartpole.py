@@ -14,16 +14,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.analysis.final_return import LEARNT_RETURN, final_returns, final_window_start, reached, window_returns
+from rvfx.analysis.curves import (
+    cartpole_runs,
+    final_rollouts,
+    pole_up,
+    return_curves,
+    rewarded,
+    smooth_window,
+    swept,
+)
+from rvfx.analysis.final_return import LEARNT_RETURN, final_returns, final_window_start
 from rvfx.analysis.stats import mean_sem_all
 from rvfx.envs.cartpole.draw import draw_cartpole
-from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams, upright
-from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.figures.common import agent_params, band, env_params, plt, save, write_table
-
-
-def _swept(eps: pd.DataFrame) -> list[str]:
-    return [c for c in eps.columns if c.startswith(("agent.", "env."))]
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams
+from rvfx.experiment.results import env_params, load_or_derive, load_spec_value, load_table
+from rvfx.figures.common import agent_params, band, plt, save, write_table
 
 
 def _describe(results, experiment: str, agent: str, row: dict) -> str:
@@ -40,116 +45,80 @@ def _describe(results, experiment: str, agent: str, row: dict) -> str:
     return f"{agent}: K={int(p.K)}, {net}"
 
 
-def _groups(results, experiment: str, eps: pd.DataFrame):
+def _groups(results, experiment: str, table: pd.DataFrame):
     """(label, rows) per agent and swept setting, in spec order."""
-    keys = ["agent", *_swept(eps)]
-    for values, g in eps.groupby(keys, sort=False, dropna=False):   # an agent without a swept key too
+    keys = ["agent", *swept(table)]
+    for values, g in table.groupby(keys, sort=False, dropna=False):   # an agent without a swept key too
         values = values if isinstance(values, tuple) else (values,)
         row = dict(zip(keys, values))
         yield _describe(results, experiment, row["agent"], row), g
-
-
-def _smooth_window(episodes: int) -> int:
-    return max(1, int(round(episodes / 50)))
-
-
-def _per_run(g: pd.DataFrame, window: int) -> pd.DataFrame:
-    """Each run's episodes with a trailing moving average of the return and 'reached by now'."""
-    g = g.sort_values(["run_id", "episode"]).assign(_reached=reached(g).astype(float))
-    by = g.groupby("run_id", sort=False)
-    g["smoothed"] = by["return"].transform(lambda s: s.rolling(window, min_periods=1).mean())
-    g["reached_by"] = by["_reached"].cummax()
-    return g
-
-
-def rewarded(traj: pd.DataFrame, p: CartpoleSwingUpParams):
-    """Which rollout rows collected the +1: the environment's reward box (`upright`) on the state
-    arrived in; s_0 (step 0) was not arrived in by a step."""
-    return upright(np.cos(traj["theta"]), traj["theta_dot"], traj["x"], traj["x_dot"], p) & (traj["step"] > 0)
-
-
-def pole_up(theta, p: CartpoleSwingUpParams):
-    """Which steps have the pole up: cos θ above the reward box's bound."""
-    return np.cos(theta) > p.upright_cos
-
-
-def final_rollouts(traj: pd.DataFrame, p: CartpoleSwingUpParams) -> pd.DataFrame:
-    """Per run, what its final greedy policy does in one episode (rows of trajectory.csv): on how
-    many steps the pole is up, on how many it collects the upright reward, and the median |θ̇|
-    while up (NaN if never), which tells a pole held up from one spinning through the top."""
-    up = pole_up(traj["theta"], p)
-    by = traj.assign(_up=up, _rewarded=rewarded(traj, p)).groupby("run_id")
-    speed = traj["theta_dot"].abs()[up].groupby(traj["run_id"][up]).median()
-    return pd.DataFrame({"up_steps": by["_up"].sum(), "rewarded_steps": by["_rewarded"].sum(), "up_speed": speed})
 
 
 def _fraction(flags: pd.Series) -> str:
     return f"{int(flags.sum())}/{len(flags)} = {flags.mean():.2f}"
 
 
-def summary_rows(results, experiment: str, eps: pd.DataFrame) -> list[dict]:
-    """Per agent/setting: seeds, the fraction that ever reach the upright reward, final returns,
-    the best 10% window (window_returns), and what the final greedy policies do."""
+def summary_rows(results, experiment: str, runs: pd.DataFrame) -> list[dict]:
+    """Per agent/setting, from the per-run table `cartpole_runs`: seeds, the fraction that ever reach
+    the upright reward, final returns, the best 10% window, and what the final greedy policies do."""
     rows = []
     crit = "upright steps > 0"
     p = env_params(results, experiment)
     cos_bound, steady = p.upright_cos, p.steady_bound
-    final = final_rollouts(load_table(results, experiment, "trajectory"), p)
-    for label, g in _groups(results, experiment, eps):
-        g = g.assign(_reached=reached(g))
-        last_ep = int(g["episode"].max())
+    for label, g in _groups(results, experiment, runs):
+        last_ep = int(g["episodes"].max())
         tail_from = final_window_start(last_ep)
-        per_run = g.groupby("run_id", sort=False)
-        ever = per_run["_reached"].any()
-        first = g[g["_reached"]].groupby("run_id")["episode"].min()
-        tail = g[g["episode"] >= tail_from]
-        tail_reached = tail.groupby("run_id")["_reached"].any().reindex(ever.index, fill_value=False)
-        tail_mean = final_returns(g)
-        m = mean_sem_all(tail_mean.to_frame(), "return") if len(tail_mean) else None
-        n = len(ever)
-        learnt = tail_mean >= LEARNT_RETURN
-        best = window_returns(g).max(axis=1)
-        greedy = final.reindex(ever.index, fill_value=0)
-        speed = greedy["up_speed"].dropna()
+        m = mean_sem_all(g, "final_return")
+        best = g["best_window_return"]
+        speed = g["up_speed"].dropna()
+        first = g["first_reached"].dropna()
         rows.append({
             "agent": label,
-            "seeds": n,
+            "seeds": len(g),
             "episodes": last_ep,
-            f"reached upright ({crit}), ever": _fraction(ever),
+            f"reached upright ({crit}), ever": _fraction(g["ever_reached"]),
             "first episode reaching (median)": f"{first.median():.0f}" if len(first) else "never",
-            f"reached in episodes {tail_from}-{last_ep}": _fraction(tail_reached),
-            f"return, episodes {tail_from}-{last_ep} (mean ± s.e.m.)":
-                f"{m['mean']:.2f} ± {m['sem']:.2f}" if m is not None else "",
+            f"reached in episodes {tail_from}-{last_ep}": _fraction(g["reached_in_final_window"]),
+            f"return, episodes {tail_from}-{last_ep} (mean ± s.e.m.)": f"{m['mean']:.2f} ± {m['sem']:.2f}",
             f"learnt (mean return >= {LEARNT_RETURN:g} over episodes {tail_from}-{last_ep})":
-                _fraction(learnt),
+                _fraction(g["final_return"] >= LEARNT_RETURN),
             f"mean return >= {LEARNT_RETURN:g} over some 10% window (post hoc)": _fraction(best >= LEARNT_RETURN),
             "best 10% window's mean return, median over seeds (post hoc)": f"{best.median():.2f}",
-            f"final greedy episode swings the pole up (cos θ > {cos_bound:g})":
-                _fraction(greedy["up_steps"] > 0),
-            "final greedy episode collects upright reward": _fraction(greedy["rewarded_steps"] > 0),
+            f"final greedy episode swings the pole up (cos θ > {cos_bound:g})": _fraction(g["up_steps"] > 0),
+            "final greedy episode collects upright reward": _fraction(g["rewarded_steps"] > 0),
             f"median |θ̇| while up, over those that swing up (reward needs <= {steady:g})":
                 f"{speed.median():.1f}" if len(speed) else "",
         })
     return rows
 
 
+def _reached_by(runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The fraction of `runs` that have reached the upright reward by each episode, as a step
+    function from episode 1 to the last: (episodes, fractions) for a post-step plot."""
+    first = np.sort(runs["first_reached"].dropna().to_numpy())
+    x = np.unique(np.concatenate([[1], first, [runs["episodes"].max()]]))
+    return x, np.searchsorted(first, x, side="right") / len(runs)
+
+
 def learning_curves(results, experiment: str, title: str, name: str, out):
-    """Mean +- 1 s.e.m. over seeds of the (smoothed) episodic return, each run's own curve (so
-    that one seed that learns, or learns and forgets, is not averaged away), and the fraction of
-    seeds that have reached the upright reward by each episode; plus the summary table. The return
-    axes are symmetric-log, linear within +-10, so that pushing at every step (-10), standing
-    still (0), a learnt swing-up (>= 100) and the reference controller (~830) are all legible."""
-    eps = load_table(results, experiment, "episodes")
-    window = _smooth_window(int(eps["episode"].max()))
+    """Mean +- 1 s.e.m. over seeds of the episodic return, averaged over blocks of episodes
+    (return_curves), each run's own curve (so that one seed that learns, or learns and forgets, is
+    not averaged away), and the fraction of seeds that have reached the upright reward by each
+    episode; plus the summary table. All are drawn from the per-run tables a record keeps
+    (return_curves, cartpole_runs). The return axes are symmetric-log, linear within +-10, so that
+    pushing at every step (-10), standing still (0), a learnt swing-up (>= 100) and the reference
+    controller (~830) are all legible."""
+    curves = load_or_derive(results, experiment, "return_curves", return_curves)
+    runs = load_or_derive(results, experiment, "cartpole_runs", cartpole_runs)
+    window = smooth_window(int(runs["episodes"].max()))
     fig, (ax, ax_runs, ax2) = plt.subplots(1, 3, figsize=(17, 4.4))
-    for i, (label, g) in enumerate(_groups(results, experiment, eps)):
-        g = _per_run(g, window)
+    groups = dict(_groups(results, experiment, runs))
+    for i, (label, g) in enumerate(_groups(results, experiment, curves)):
         n = g["run_id"].nunique()
-        band(ax, g, "episode", "smoothed", f"{label} ({n} seeds)", color=f"C{i}")
+        band(ax, g, "episode", "return", f"{label} ({n} seeds)", color=f"C{i}")
         for _, run in g.groupby("run_id", sort=False):
-            ax_runs.plot(run["episode"], run["smoothed"], color=f"C{i}", lw=0.6, alpha=0.6, rasterized=True)
-        frac = g.groupby("episode")["reached_by"].mean()
-        ax2.step(frac.index, frac.values, where="post", color=f"C{i}", label=f"{label} ({n} seeds)")
+            ax_runs.plot(run["episode"], run["return"], color=f"C{i}", lw=0.6, alpha=0.6, rasterized=True)
+        ax2.step(*_reached_by(groups[label]), where="post", color=f"C{i}", label=f"{label} ({n} seeds)")
     for a in (ax, ax_runs):
         a.axhline(0.0, color="0.5", lw=0.8, ls=":")
         a.axhline(LEARNT_RETURN, color="0.3", lw=0.8, ls="--",
@@ -158,7 +127,7 @@ def learning_curves(results, experiment: str, title: str, name: str, out):
         a.set_yscale("symlog", linthresh=10.0)
         lo, hi = a.dataLim.y0, a.dataLim.y1      # symlog autoscaling leaves no margin at the top
         a.set_ylim(min(lo, -10.0) - 1.0, hi * 1.5 if hi > 10.0 else 11.0)
-    ax.set_ylabel("episodic reward" + (f"\n(moving average over {window} episodes)" if window > 1 else "")
+    ax.set_ylabel("episodic reward" + (f"\n(mean over each block of {window} episodes)" if window > 1 else "")
                   + "\n(symmetric log scale, linear within ±10)")
     ax.set_title("mean ± 1 s.e.m. over seeds")
     ax_runs.set_title("each run")
@@ -169,7 +138,7 @@ def learning_curves(results, experiment: str, title: str, name: str, out):
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8, frameon=False)
-    table = pd.DataFrame(summary_rows(results, experiment, eps))
+    table = pd.DataFrame(summary_rows(results, experiment, runs))
     return save(fig, out, name) + write_table(table, out, f"{name}_summary")
 
 

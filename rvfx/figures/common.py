@@ -14,17 +14,8 @@ import pandas as pd  # noqa: E402
 
 from rvfx.agents import AGENTS  # noqa: E402
 from rvfx.analysis.stats import fit_loglog, mean_sem  # noqa: E402
-from rvfx.envs import ENVS  # noqa: E402
 from rvfx.experiment.results import load_spec_value  # noqa: E402
 from rvfx.experiment.spec import as_current  # noqa: E402
-
-
-def env_params(results, experiment: str):
-    """The experiment's environment parameters as its resolved spec (saved beside the tables) set
-    them, defaults for the rest: the figures' constants come from here, not from literals."""
-    env = dict(load_spec_value(results, experiment, ("env",)) or {})
-    params_cls = ENVS[env.pop("name")][1]
-    return params_cls(**as_current(params_cls, env))
 
 
 def agent_params(results, experiment: str, agent: str, swept: dict | None = None):

@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rvfx.analysis.curves import regret_curves
 from rvfx.analysis.stats import mean_sem_all, median_ci, plateau_k
-from rvfx.experiment.results import load_spec_value, load_table
+from rvfx.experiment.results import load_or_derive, load_spec_value, load_table
 from rvfx.figures.common import (
     agent_params,
     band,
@@ -25,7 +26,7 @@ def _fmt(x: float) -> str:
 
 
 def fig_ensemble(results, out):
-    eps = load_table(results, "deepsea_ensemble", "episodes")
+    eps = load_or_derive(results, "deepsea_ensemble", "regret_curves", regret_curves)
     runs = load_table(results, "deepsea_ensemble", "runs")
     size = load_spec_value(results, "deepsea_ensemble", ("env", "size"))
     kcol = "agent.K"

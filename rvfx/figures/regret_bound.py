@@ -24,8 +24,8 @@ import pandas as pd
 from rvfx.analysis.bounds import first_bound, second_bound
 from rvfx.analysis.stats import mean_sem
 from rvfx.core.live import log_grid
-from rvfx.experiment.results import load_table
-from rvfx.figures.common import env_params, plt, save, write_table
+from rvfx.experiment.results import env_params, load_table
+from rvfx.figures.common import plt, save, write_table
 
 ENV_KEYS = ["env.horizon", "env.states", "env.actions", "env.beta"]
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.analysis.bounds import first_bound, second_bound
+from rvfx.analysis.curves import cartpole_runs, regret_curves, return_curves
 from rvfx.analysis.final_return import LEARNT_RETURN, final_returns
 from rvfx.analysis.screen import diagnostics_summary, screen_runs
 from rvfx.experiment.results import load_or_derive, load_spec_value, load_table
@@ -41,7 +42,8 @@ def _regret_over_bounds(results: Path, experiment: str) -> pd.DataFrame:
 
 
 DERIVED = {"final_returns": _final_returns, "regret_over_bounds": _regret_over_bounds,
-           "screen_runs": screen_runs, "diagnostics_summary": diagnostics_summary}
+           "screen_runs": screen_runs, "diagnostics_summary": diagnostics_summary,
+           "return_curves": return_curves, "cartpole_runs": cartpole_runs, "regret_curves": regret_curves}
 
 
 def _fig18_optimism_margin() -> pd.DataFrame:
