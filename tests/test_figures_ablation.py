@@ -211,6 +211,16 @@ def test_confirmation_diagnostics_per_variant_on_the_swing_up_states(tmp_path):
     (exp / "spec.yaml").write_text(yaml.safe_dump({"experiment": "cartpole_confirm",
                                                    "env": {"name": "cartpole_swingup"}}))
     FIGURES["cartpole_confirm_diagnostics"].draw(tmp_path / "res", tmp_path / "out")
+    FIGURES["cartpole_confirm_responses"].draw(tmp_path / "res", tmp_path / "out")
+    assert_png(tmp_path / "out" / "cartpole_confirm_responses.png")
+    # the responses are drawn alike from the record, which keeps screen_runs and no per-episode table
+    pd.DataFrame({"run_id": [f"rlsvi-{s}" for s in (0, 1, 2)] + ["dqn-0"]}).to_csv(exp / "runs.csv", index=False)
+    export_tables(load_registry(CLAIMS), tmp_path / "res", tmp_path / "paper")
+    kept = sorted(p.name for p in (tmp_path / "paper" / "cartpole_confirm").glob("*.csv"))
+    assert "episodes.csv" not in kept and "screen_runs.csv" in kept
+    FIGURES["cartpole_confirm_responses"].draw(tmp_path / "paper", tmp_path / "b")
+    assert ((tmp_path / "b" / "cartpole_confirm_responses.csv").read_bytes()
+            == (tmp_path / "out" / "cartpole_confirm_responses.csv").read_bytes())
     r = pd.read_csv(tmp_path / "out" / "cartpole_confirm_responses.csv").set_index("agent")
     learnt = "learnt (mean return >= 100, last 10%; exact 95% CI)"
     assert r.loc["rlsvi", learnt] == "1/3 [0.01, 0.91]" and r.loc["dqn", learnt] == "0/1 [0.00, 0.97]"

@@ -114,6 +114,10 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
     Figure("cartpole_diagnostics", ("cartpole_ablation",), "rvfx.figures.cartpole_ablation", "fig_diagnostics",
            "Fig. 17 screen diagnostics: over-estimation of Q, the ensemble's spread and values on "
            "probe states, and the greedy-action flip rate per SGD step, over episodes, per cell"),
+    Figure("cartpole_confirm_responses", ("cartpole_confirm",), "rvfx.figures.cartpole_ablation",
+           "fig_confirm_responses",
+           "Fig. 17 confirmation responses: rewarded episodes, final return and over-estimation of Q per run, "
+           "by variant, with the reference controller's mean; and each variant's responses with 95% CIs"),
     Figure("cartpole_confirm_diagnostics", ("cartpole_confirm",), "rvfx.figures.cartpole_ablation",
            "fig_confirm_diagnostics",
            "Fig. 17 confirmation diagnostics: over-estimation of Q, the members' spread and values on the "

@@ -225,6 +225,19 @@ def _cell_panel(ax, runs, col, label):
     ax.set_ylabel(label)
 
 
+def _final_return_panel(ax, runs):
+    """Each learner run's final return by cell, the learnt line and the reference controller's mean."""
+    _cell_panel(ax, runs[~runs["reference"]], "final_return", "mean return, last 10% of episodes")
+    ax.axhline(LEARNT_RETURN, color="C2", lw=0.8, ls="--", label=f"learnt: >= {LEARNT_RETURN:g}")
+    if runs["reference"].any():
+        ax.axhline(runs.loc[runs["reference"], "final_return"].mean(), color="C1", lw=0.8,
+                   label="reference controller (energy pumping + LQR)")
+    ax.set_yscale("symlog", linthresh=10.0)   # learners near -6, the learnt line 100, the reference ~830
+    ax.set_yticks([-10, -5, 0, 5, 10, 100, 1000], ["-10", "-5", "0", "5", "10", "100", "1000"])
+    ax.set_ylabel("mean return, last 10% of episodes\n(linear within ±10, logarithmic beyond)")
+    ax.legend(fontsize=7)
+
+
 def fig_ablation(results, out):
     factors, controls, agents = design(results, EXPERIMENT)
     runs = load_or_derive(results, EXPERIMENT, "screen_runs", screen_runs)
@@ -235,15 +248,7 @@ def fig_ablation(results, out):
     seeds = learners.groupby("agent").size()
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     _cell_panel(axes[0, 0], learners, "rewarded_episodes", "rewarded episodes per run")
-    _cell_panel(axes[0, 1], learners, "final_return", "mean return, last 10% of episodes")
-    axes[0, 1].axhline(LEARNT_RETURN, color="C2", lw=0.8, ls="--", label=f"learnt: >= {LEARNT_RETURN:g}")
-    if runs["reference"].any():
-        axes[0, 1].axhline(runs.loc[runs["reference"], "final_return"].mean(), color="C1", lw=0.8,
-                           label="reference controller (energy pumping + LQR)")
-    axes[0, 1].set_yscale("symlog", linthresh=10.0)   # learners near -6, the learnt line 100, the reference ~830
-    axes[0, 1].set_yticks([-10, -5, 0, 5, 10, 100, 1000], ["-10", "-5", "0", "5", "10", "100", "1000"])
-    axes[0, 1].set_ylabel("mean return, last 10% of episodes\n(linear within ±10, logarithmic beyond)")
-    axes[0, 1].legend(fontsize=7)
+    _final_return_panel(axes[0, 1], runs)
     _effect_panel(axes[1, 0], effects, factors, "rewarded_episodes", "rewarded episodes", done)
     _effect_panel(axes[1, 1], effects, factors, "final_return", "final return", done)
     per_cell = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
@@ -308,13 +313,30 @@ def fig_diagnostics(results, out):
                             "cartpole_diagnostics", out)
 
 
+def fig_confirm_responses(results, out):
+    """The confirmation's responses, per run by variant, and per variant with their CIs as the
+    screen's cells have them: drawn from the per-run table `screen_runs` alone, which the record
+    keeps, so that they cover every run when the per-episode tables of some are lost."""
+    runs = load_or_derive(results, CONFIRMATION, "screen_runs", screen_runs)
+    learners = runs[~runs["reference"]]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.4))
+    _cell_panel(axes[0], learners, "rewarded_episodes", "rewarded episodes per run")
+    _final_return_panel(axes[1], runs)
+    _cell_panel(axes[2], learners, "log_overestimation",
+                "over-estimation of Q, last diagnostic\n(signed log10(1 + |x|), post hoc)")
+    seeds = learners.groupby("agent").size()
+    per_variant = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+    fig.suptitle(f"Cartpole swing-up, Fig. 17 confirmation (cell c05): dots are the {len(learners)} learner runs "
+                 f"(seeds per variant: {per_variant}), bars variant means; the line, the reference controller's "
+                 f"mean over its {int(runs['reference'].sum())} runs")
+    fig.tight_layout()
+    return save(fig, out, "cartpole_confirm_responses") + write_table(response_table(runs, "agent"), out,
+                                                                      "cartpole_confirm_responses")
+
+
 def fig_confirm_diagnostics(results, out):
     """The confirmation's diagnostics per variant, and the table of what the figure draws: per agent,
-    metric and diagnostic episode, the median and quartiles over runs (Q on the swing-up's states);
-    plus each variant's responses with their CIs, as the screen's cells have them (from the
-    per-run table `screen_runs`, which the record keeps)."""
-    runs = load_or_derive(results, CONFIRMATION, "screen_runs", screen_runs)
-    responses = write_table(response_table(runs, "agent"), out, "cartpole_confirm_responses")
+    metric and diagnostic episode, the median and quartiles over runs (Q on the swing-up's states)."""
     diag = load_or_derive(results, CONFIRMATION, "diagnostics_summary", diagnostics_summary)
     diag = diag[(diag["kind"] == SWING_UP) | (diag["kind"] == "")]
     by = diag.groupby(["agent", "metric", "episode"], sort=False)["value"]
@@ -323,4 +345,4 @@ def fig_confirm_diagnostics(results, out):
     table = table[table["runs"] > 0]              # DQN's one member has no spread
     return (draw_diagnostics(diag, "Cartpole swing-up, Fig. 17 confirmation (cell c05): what each variant's "
                              "members believe", "cartpole_confirm_diagnostics", out, q_by="agent")
-            + write_table(table, out, "cartpole_confirm_diagnostics") + responses)
+            + write_table(table, out, "cartpole_confirm_diagnostics"))
