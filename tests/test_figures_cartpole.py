@@ -177,20 +177,19 @@ def test_upright_steps_count_exactly_the_rewarded_steps():
 
 
 def test_pick_run_prefers_the_greedy_episode_nearest_a_swing_up_then_the_best_final_return():
-    rows = []
-    for seed, final in enumerate([1.0, 5.0, 5.0]):       # the last 10% (episodes 19-20) decide
-        for ep in range(1, 21):
-            rows.append({"run_id": f"r{seed}", "agent": "rlsvi", "seed": seed, "episode": ep,
-                         "return": final if ep > 18 else 10.0 * (seed == 0)})
-    rows.append({"run_id": "x", "agent": "dqn", "seed": 0, "episode": 20, "return": 99.0})
-    eps = pd.DataFrame(rows)
-    assert figs.pick_run(eps) == "r1"
-    assert figs.pick_run(eps, among={"r0", "x"}) == "r0"
+    runs = pd.DataFrame({"run_id": ["r0", "r1", "r2", "x"], "agent": ["rlsvi"] * 3 + ["dqn"], "seed": [0, 1, 2, 0],
+                         "final_return": [1.0, 5.0, 5.0, 99.0], "rewarded_steps": [0, 0, 0, 9],
+                         "up_steps": [0, 0, 0, 9]})
+    assert figs.pick_run(runs)["run_id"] == "r1"                      # the best final return; ties: lowest seed
+    assert figs.pick_run(runs[runs["run_id"].isin(["r0", "x"])])["run_id"] == "r0"
+    assert figs.pick_run(runs[runs["agent"] == "dqn"])["run_id"] == "x"   # no rlsvi run: the first agent
     # The final greedy episodes decide first: rewarded steps, then pole-up steps.
-    rollouts = pd.DataFrame({"rewarded_steps": [0, 0, 0], "up_steps": [7, 3, 7]}, index=["r0", "r1", "r2"])
-    assert figs.pick_run(eps, rollouts=rollouts) == "r2"
-    rollouts.loc["r0", "rewarded_steps"] = 1
-    assert figs.pick_run(eps, rollouts=rollouts) == "r0"
+    runs["up_steps"] = [7, 3, 7, 9]
+    assert figs.pick_run(runs)["run_id"] == "r2"                      # r0 and r2 tie: the better final return
+    runs.loc[0, "up_steps"] = 8
+    assert figs.pick_run(runs)["run_id"] == "r0"
+    runs.loc[1, "rewarded_steps"] = 1
+    assert figs.pick_run(runs)["run_id"] == "r1"
 
 
 def test_figures_are_registered_for_their_experiments():

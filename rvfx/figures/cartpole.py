@@ -16,14 +16,13 @@ import pandas as pd
 
 from rvfx.analysis.curves import (
     cartpole_runs,
-    final_rollouts,
     pole_up,
     return_curves,
     rewarded,
     smooth_window,
     swept,
 )
-from rvfx.analysis.final_return import LEARNT_RETURN, final_returns, final_window_start
+from rvfx.analysis.final_return import LEARNT_RETURN, final_window_start
 from rvfx.analysis.stats import mean_sem_all
 from rvfx.envs.cartpole.draw import draw_cartpole
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams
@@ -167,38 +166,23 @@ RENDER_EXPERIMENT = "cartpole_rlsvi"
 RENDER_AGENT = "rlsvi"
 
 
-def pick_run(eps: pd.DataFrame, agent: str = RENDER_AGENT, among=None, rollouts=None) -> str:
-    """The run of `agent` (else the first agent) to render, optionally among the run ids `among`:
-    the one whose final greedy episode (`rollouts`, from final_rollouts) has the most rewarded
-    steps, then the most steps with the pole up; then the best mean return over its last 10% of
-    episodes; ties: lowest seed."""
-    if among is not None:
-        eps = eps[eps["run_id"].isin(list(among))]
-    if agent in set(eps["agent"]):
-        eps = eps[eps["agent"] == agent]
-    else:
-        eps = eps[eps["agent"] == eps["agent"].iloc[0]]
-    seeds = eps.groupby("run_id", sort=False)["seed"].first()
-    score = pd.DataFrame({"run_id": seeds.index, "seed": seeds.to_numpy(),
-                          "return": final_returns(eps).reindex(seeds.index).to_numpy()})
-    keys = ["return", "seed"]
-    if rollouts is not None:
-        score = score.join(rollouts[["rewarded_steps", "up_steps"]], on="run_id")
-        keys = ["rewarded_steps", "up_steps"] + keys
-    score = score.sort_values(keys, ascending=[k == "seed" for k in keys], kind="mergesort")
-    return str(score.iloc[0]["run_id"])
+def pick_run(runs: pd.DataFrame, agent: str = RENDER_AGENT) -> pd.Series:
+    """The run of `agent` (else the first agent) to render, a row of the per-run table cartpole_runs:
+    the one whose final greedy episode has the most rewarded steps, then the most steps with the
+    pole up; then the best final return (mean over its last 10% of episodes); ties: lowest seed."""
+    runs = runs[runs["agent"] == (agent if agent in set(runs["agent"]) else runs["agent"].iloc[0])]
+    keys = ["rewarded_steps", "up_steps", "final_return", "seed"]
+    return runs.sort_values(keys, ascending=[False, False, False, True], kind="mergesort").iloc[0]
 
 
-def load_trajectory(results, p: CartpoleSwingUpParams, experiment: str = RENDER_EXPERIMENT):
-    """For the run pick_run chooses: the rows of its final greedy episode (from
-    <experiment>/trajectory.csv, which every cartpole run leaves: `CartpoleSwingUp.run_tables`),
-    its rows of episodes.csv, and its final_rollouts row (named by the run id)."""
-    eps = load_table(results, experiment, "episodes")
+def load_trajectory(results, experiment: str = RENDER_EXPERIMENT):
+    """The run pick_run chooses among those whose final greedy episode <experiment>/trajectory.csv
+    holds (every cartpole run leaves one: `CartpoleSwingUp.run_tables`): its cartpole_runs row, and
+    the rows of that episode."""
     traj = load_table(results, experiment, "trajectory")
-    rollouts = final_rollouts(traj, p)
-    run_id = pick_run(eps, among=set(traj["run_id"]), rollouts=rollouts)
-    return (traj[traj["run_id"] == run_id].sort_values("step"), eps[eps["run_id"] == run_id],
-            rollouts.loc[run_id])
+    runs = cartpole_runs(results, experiment)
+    run = pick_run(runs[runs["run_id"].isin(set(traj["run_id"]))])
+    return run, traj[traj["run_id"] == run["run_id"]].sort_values("step")
 
 
 def _frames(ax_row, traj: pd.DataFrame, paid_mask, idx, p: CartpoleSwingUpParams):
@@ -211,7 +195,7 @@ def _frames(ax_row, traj: pd.DataFrame, paid_mask, idx, p: CartpoleSwingUpParams
 def fig_render(results, out):
     p = env_params(results, RENDER_EXPERIMENT)
     rail, cos_bound, steady = p.rail, p.upright_cos, p.steady_bound
-    traj, run_eps, rollout = load_trajectory(results, p)
+    run, traj = load_trajectory(results)
     traj = traj.reset_index(drop=True)
     n_frames = 10
     rewarded_mask = rewarded(traj, p).to_numpy()
@@ -255,11 +239,11 @@ def fig_render(results, out):
     ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, ncol=3, loc="lower right")
     seed = int(traj["seed"].iloc[0])
     agent = traj["agent"].iloc[0]
-    episodes = int(run_eps["episode"].max()) if len(run_eps) else "?"
+    episodes = int(run["episodes"])
     ret = float(traj["reward"].sum())
-    up_note = f"pole up (cos θ > {cos_bound:g}) on {int(rollout['up_steps'])} steps"
-    if rollout["up_steps"]:   # why up steps go unrewarded: the box also needs |θ̇| <= steady_bound
-        up_note += f", median |θ̇| there {rollout['up_speed']:.1f} rad/s (reward needs ≤ {steady:g})"
+    up_note = f"pole up (cos θ > {cos_bound:g}) on {int(run['up_steps'])} steps"
+    if run["up_steps"]:   # why up steps go unrewarded: the box also needs |θ̇| <= steady_bound
+        up_note += f", median |θ̇| there {run['up_speed']:.1f} rad/s (reward needs ≤ {steady:g})"
     fig.suptitle(f"Cartpole swing-up: {agent}, seed {seed}, greedy rollout of the policy after {episodes} "
                  f"episodes (one sampled member, as in Algorithm 8): return {ret:.2f}, "
                  f"{int(rewarded_mask.sum())} rewarded steps\n{up_note}", fontsize=10)
