@@ -64,11 +64,16 @@ def final_rollouts(traj: pd.DataFrame, p: CartpoleSwingUpParams) -> pd.DataFrame
 
 
 def cartpole_runs(results, experiment: str) -> pd.DataFrame:
+    """One row per cartpole run of the experiment (run_summaries of its episodes and trajectory tables)."""
+    return run_summaries(load_table(results, experiment, "episodes"), load_table(results, experiment, "trajectory"),
+                         env_params(results, experiment))
+
+
+def run_summaries(eps: pd.DataFrame, traj: pd.DataFrame, p: CartpoleSwingUpParams) -> pd.DataFrame:
     """One row per cartpole run, in run order: its last episode; whether it ever reached the upright
     reward (upright steps > 0), first when, and in its final 10% of episodes; its final return (mean
     over the final 10%) and best 10% window's mean return (window_returns); and its final greedy
     episode's up_steps, rewarded_steps and up_speed (final_rollouts)."""
-    eps = load_table(results, experiment, "episodes")
     eps = eps.assign(_reached=reached(eps))
     by = eps.groupby(_run_keys(eps), sort=False, dropna=False)
     runs = by.agg(episodes=("episode", "max"), ever_reached=("_reached", "any")).reset_index().set_index("run_id")
@@ -78,8 +83,7 @@ def cartpole_runs(results, experiment: str) -> pd.DataFrame:
     runs["reached_in_final_window"] = tail.groupby("run_id")["_reached"].any()
     runs["final_return"] = final_returns(eps)
     runs["best_window_return"] = window_returns(eps).max(axis=1)
-    greedy = final_rollouts(load_table(results, experiment, "trajectory"), env_params(results, experiment))
-    runs = runs.join(greedy)
+    runs = runs.join(final_rollouts(traj, p))
     runs[["up_steps", "rewarded_steps"]] = runs[["up_steps", "rewarded_steps"]].fillna(0).astype(int)
     return runs.reset_index()
 

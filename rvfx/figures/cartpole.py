@@ -19,6 +19,7 @@ from rvfx.analysis.curves import (
     pole_up,
     return_curves,
     rewarded,
+    run_summaries,
     smooth_window,
     swept,
 )
@@ -111,13 +112,12 @@ def learning_curves(results, experiment: str, title: str, name: str, out):
     runs = load_or_derive(results, experiment, "cartpole_runs", cartpole_runs)
     window = smooth_window(int(runs["episodes"].max()))
     fig, (ax, ax_runs, ax2) = plt.subplots(1, 3, figsize=(17, 4.4))
-    groups = dict(_groups(results, experiment, runs))
-    for i, (label, g) in enumerate(_groups(results, experiment, curves)):
-        n = g["run_id"].nunique()
+    for i, (label, r) in enumerate(_groups(results, experiment, runs)):
+        g, n = curves[curves["run_id"].isin(r["run_id"])], len(r)
         band(ax, g, "episode", "return", f"{label} ({n} seeds)", color=f"C{i}")
         for _, run in g.groupby("run_id", sort=False):
             ax_runs.plot(run["episode"], run["return"], color=f"C{i}", lw=0.6, alpha=0.6, rasterized=True)
-        ax2.step(*_reached_by(groups[label]), where="post", color=f"C{i}", label=f"{label} ({n} seeds)")
+        ax2.step(*_reached_by(r), where="post", color=f"C{i}", label=f"{label} ({n} seeds)")
     for a in (ax, ax_runs):
         a.axhline(0.0, color="0.5", lw=0.8, ls=":")
         a.axhline(LEARNT_RETURN, color="0.3", lw=0.8, ls="--",
@@ -180,7 +180,7 @@ def load_trajectory(results, experiment: str = RENDER_EXPERIMENT):
     holds (every cartpole run leaves one: `CartpoleSwingUp.run_tables`): its cartpole_runs row, and
     the rows of that episode."""
     traj = load_table(results, experiment, "trajectory")
-    runs = cartpole_runs(results, experiment)
+    runs = run_summaries(load_table(results, experiment, "episodes"), traj, env_params(results, experiment))
     run = pick_run(runs[runs["run_id"].isin(set(traj["run_id"]))])
     return run, traj[traj["run_id"] == run["run_id"]].sort_values("step")
 

@@ -225,6 +225,12 @@ def _cell_panel(ax, runs, col, label):
     ax.set_ylabel(label)
 
 
+def _seeds_per_cell(learners: pd.DataFrame) -> str:
+    """The number of seeds per cell (agent), or its range where the cells differ ("15-16")."""
+    seeds = learners.groupby("agent").size()
+    return f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
+
+
 def _final_return_panel(ax, runs):
     """Each learner run's final return by cell, the learnt line and the reference controller's mean."""
     _cell_panel(ax, runs[~runs["reference"]], "final_return", "mean return, last 10% of episodes")
@@ -245,15 +251,13 @@ def fig_ablation(results, out):
     done = progress(coded, agents, controls, load_spec_value(results, EXPERIMENT, ("seeds",)))
     effects = main_effects(coded, factors, done)
     learners = runs[~runs["reference"]]
-    seeds = learners.groupby("agent").size()
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     _cell_panel(axes[0, 0], learners, "rewarded_episodes", "rewarded episodes per run")
     _final_return_panel(axes[0, 1], runs)
     _effect_panel(axes[1, 0], effects, factors, "rewarded_episodes", "rewarded episodes", done)
     _effect_panel(axes[1, 1], effects, factors, "final_return", "final return", done)
-    per_cell = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
     fig.suptitle(f"Cartpole swing-up, Fig. 17 screen ({done.runs} of {done.planned} design runs): dots are runs "
-                 f"(seeds per cell: {per_cell}), bars cell means; red: control. Effects over the "
+                 f"(seeds per cell: {_seeds_per_cell(learners)}), bars cell means; red: control. Effects over the "
                  f"{done.cells} design cells")
     fig.tight_layout()
     return (save(fig, out, "cartpole_ablation")
@@ -324,11 +328,9 @@ def fig_confirm_responses(results, out):
     _final_return_panel(axes[1], runs)
     _cell_panel(axes[2], learners, "log_overestimation",
                 "over-estimation of Q, last diagnostic\n(signed log10(1 + |x|), post hoc)")
-    seeds = learners.groupby("agent").size()
-    per_variant = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
     fig.suptitle(f"Cartpole swing-up, Fig. 17 confirmation (cell c05): dots are the {len(learners)} learner runs "
-                 f"(seeds per variant: {per_variant}), bars variant means; the line, the reference controller's "
-                 f"mean over its {int(runs['reference'].sum())} runs")
+                 f"(seeds per variant: {_seeds_per_cell(learners)}), bars variant means; the line, the reference "
+                 f"controller's mean over its {int(runs['reference'].sum())} runs")
     fig.tight_layout()
     return save(fig, out, "cartpole_confirm_responses") + write_table(response_table(runs, "agent"), out,
                                                                       "cartpole_confirm_responses")
