@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from cli_helpers import CONFIGS, assert_png, invoke
 
-from rvfx.analysis.stats import plateau_k
+from rvfx.analysis.stats import censored_median, plateau_k
 from rvfx.figures import FIGURES
 from rvfx.report.export import export_tables
 from rvfx.report.registry import load_registry
@@ -63,6 +63,14 @@ def test_fig15_spec_runs_through_the_cli_and_draws(tmp_path):
     assert_png(figs / "deepsea_ensemble_scaling.png")
     slopes = pd.read_csv(figs / "deepsea_ensemble_scaling_slopes.csv")
     assert set(slopes["representation"]) == {"pixels", "linear_basis", "pixels_right"}
+    # the per-size table holds each fitted line's points: one row per representation and N
+    sizes = pd.read_csv(figs / "deepsea_ensemble_scaling_sizes.csv")
+    assert len(sizes) == 9 and (sizes["seeds"] == 2).all()
+    for _, row in sizes.iterrows():
+        r = runs[(runs["agent"] == row["representation"]) & (runs["env.size"] == row["N"])]
+        med = censored_median(pd.to_numeric(r["learning_time"], errors="coerce").to_numpy(float))
+        assert row["median learning time [95% CI]"].split(" [")[0] == ("censored" if np.isnan(med) else f"{med:.0f}")
+        assert row["censored"] == f"{int(r['censored'].sum())}/2"
 
 
 def test_plateau_is_the_smallest_k_near_the_best_median():

@@ -30,7 +30,7 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
            "paper; and split by treasure / bomb)"),
     Figure("deepsea_tabular_scaling", ("deepsea_tabular_scaling",), "rvfx.figures.deepsea_tabular", "fig_scaling",
            "Fig. 5: learning time vs N (log-log) with fitted slopes; censored runs as open "
-           "triangles"),
+           "triangles; tables of the slopes and of the median per N"),
     Figure("deepsea_linear", ("deepsea_linear",), "rvfx.figures.deepsea_linear", "fig_linear_regret",
            "Fig. 6: cumulative regret of linear learn_grlsvi on deep sea (N=50, M=50), mean +- 1 "
            "s.e. over treasure and bomb seeds; epsilon-greedy LSVI as a dithering reference"),
@@ -106,7 +106,7 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
            "rvfx.figures.deepsea_ensemble", "fig_ensemble_scaling",
            "Fig. 15: learning time of learn_ensemble_rlsvi (K=20) vs deep sea size N, log-log, per "
            "input representation, with fitted slopes and 95% bootstrap CIs; censored runs as open "
-           "triangles"),
+           "triangles; tables of the slopes and of the median per N"),
     Figure("cartpole_ablation", ("cartpole_ablation",), "rvfx.figures.cartpole_ablation", "fig_ablation",
            "Fig. 17 screen: a 2^(7-3) resolution-IV fraction of seven factors of ensemble RLSVI on "
            "cartpole swing-up plus bsuite's settings as a control; each run's responses and the "

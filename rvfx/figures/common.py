@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rvfx.agents import AGENTS  # noqa: E402
-from rvfx.analysis.stats import fit_loglog, mean_sem  # noqa: E402
+from rvfx.analysis.stats import fit_loglog, mean_sem, median_ci  # noqa: E402
 from rvfx.experiment.results import load_spec_value  # noqa: E402
 from rvfx.experiment.spec import as_current  # noqa: E402
 
@@ -113,16 +113,33 @@ def slope_row(fit, runs: pd.DataFrame) -> dict:
             "censored runs": f"{int(runs['censored'].sum())}/{len(runs)}"}
 
 
+def fmt_episodes(x: float) -> str:
+    """An episode count for a table, "censored" where it is past the cap (NaN or inf)."""
+    return "censored" if not np.isfinite(x) else f"{x:.0f}"
+
+
+def median_ci_cell(times: np.ndarray) -> str:
+    """"median [lo, hi]" of learning times (NaN = censored) with their 95% bootstrap CI."""
+    med, lo, hi = median_ci(times)
+    return f"{fmt_episodes(med)} [{fmt_episodes(lo)}, {fmt_episodes(hi)}]"
+
+
 def size_scaling_figure(runs: pd.DataFrame, title: str, out: Path, name: str, label: str = "agent",
                         figsize=(6, 4.5), extra=None) -> list[Path]:
-    """Learning time vs deep sea size N per agent (`scaling_panel`, log-log), and the table
-    `<name>_slopes` of fitted slopes; `extra(runs of one agent)` may add columns to its row."""
+    """Learning time vs deep sea size N per agent (`scaling_panel`, log-log), the table
+    `<name>_slopes` of fitted slopes (`extra(runs of one agent)` may add columns to its row) and the
+    table `<name>_sizes` of the median learning time per agent and N that each line is fitted to."""
     fig, ax = plt.subplots(figsize=figsize)
     fits = scaling_panel(ax, runs, "env.size", "agent")
     ax.set_xlabel("deep sea size N")
     ax.set_title(title)
-    rows = []
+    rows, sizes = [], []
     for agent, fit in fits.items():
         g = runs[runs["agent"] == agent]
         rows.append({label: agent, **slope_row(fit, g), **(extra(g) if extra else {})})
-    return save(fig, out, name) + write_table(pd.DataFrame(rows), out, f"{name}_slopes")
+        for n, r in g.groupby("env.size"):
+            sizes.append({label: agent, "N": int(n), "seeds": len(r),
+                          "median learning time [95% CI]": median_ci_cell(learning_times(r)),
+                          "censored": f"{int(r['censored'].sum())}/{len(r)}"})
+    return (save(fig, out, name) + write_table(pd.DataFrame(rows), out, f"{name}_slopes")
+            + write_table(pd.DataFrame(sizes), out, f"{name}_sizes"))

@@ -10,6 +10,7 @@ from rvfx.experiment.results import load_or_derive, load_spec_value, load_table
 from rvfx.figures.common import (
     agent_params,
     band,
+    fmt_episodes,
     learning_times,
     plt,
     run_dots,
@@ -19,10 +20,6 @@ from rvfx.figures.common import (
 )
 
 INPUTS = {"observation": "one-hot pixels", "linear_basis": "linear basis input"}
-
-
-def _fmt(x: float) -> str:
-    return "censored" if not np.isfinite(x) else f"{x:.0f}"
 
 
 def fig_ensemble(results, out):
@@ -78,7 +75,7 @@ def fig_ensemble(results, out):
 
     summary = pd.DataFrame({
         "K": table["K"], "seeds": table["seeds"],
-        "median learning time [95% CI]": [f"{_fmt(m)} [{_fmt(lo)}, {_fmt(hi)}]"
+        "median learning time [95% CI]": [f"{fmt_episodes(m)} [{fmt_episodes(lo)}, {fmt_episodes(hi)}]"
                                           for m, lo, hi in zip(table["median learning time"], table["lo"],
                                                                table["hi"])],
         "censored": [f"{c}/{s}" for c, s in zip(table["censored"], table["seeds"])],
