@@ -103,6 +103,21 @@ def scaling_panel(ax, runs: pd.DataFrame, size_col: str, group_col: str, loglog:
     return fits
 
 
+def fmt_episodes(x: float) -> str:
+    """An episode count for a table, "censored" where it is past the cap (NaN or inf)."""
+    return "censored" if not np.isfinite(x) else f"{x:.0f}"
+
+
+def ci_cell(med: float, lo: float, hi: float) -> str:
+    """"median [lo, hi]" of episode counts, as `median_ci` returns them."""
+    return f"{fmt_episodes(med)} [{fmt_episodes(lo)}, {fmt_episodes(hi)}]"
+
+
+def censored_cell(runs: pd.DataFrame) -> str:
+    """"censored/runs" of a group of runs."""
+    return f"{int(runs['censored'].sum())}/{len(runs)}"
+
+
 def slope_row(fit, runs: pd.DataFrame) -> dict:
     """Summary-table cells of one fitted scaling line (`fit`) over its `runs`."""
     finite = np.isfinite(fit.slope)
@@ -110,18 +125,7 @@ def slope_row(fit, runs: pd.DataFrame) -> dict:
             "95% CI": f"[{fit.lo:.2f}, {fit.hi:.2f}]" if finite and np.isfinite(fit.lo) else "n/a",
             "sizes fitted": " ".join(str(int(s)) for s in fit.sizes_used),
             "sizes with censored median": " ".join(str(int(s)) for s in fit.sizes_censored),
-            "censored runs": f"{int(runs['censored'].sum())}/{len(runs)}"}
-
-
-def fmt_episodes(x: float) -> str:
-    """An episode count for a table, "censored" where it is past the cap (NaN or inf)."""
-    return "censored" if not np.isfinite(x) else f"{x:.0f}"
-
-
-def median_ci_cell(times: np.ndarray) -> str:
-    """"median [lo, hi]" of learning times (NaN = censored) with their 95% bootstrap CI."""
-    med, lo, hi = median_ci(times)
-    return f"{fmt_episodes(med)} [{fmt_episodes(lo)}, {fmt_episodes(hi)}]"
+            "censored runs": censored_cell(runs)}
 
 
 def size_scaling_figure(runs: pd.DataFrame, title: str, out: Path, name: str, label: str = "agent",
@@ -139,7 +143,7 @@ def size_scaling_figure(runs: pd.DataFrame, title: str, out: Path, name: str, la
         rows.append({label: agent, **slope_row(fit, g), **(extra(g) if extra else {})})
         for n, r in g.groupby("env.size"):
             sizes.append({label: agent, "N": int(n), "seeds": len(r),
-                          "median learning time [95% CI]": median_ci_cell(learning_times(r)),
-                          "censored": f"{int(r['censored'].sum())}/{len(r)}"})
+                          "median learning time [95% CI]": ci_cell(*median_ci(learning_times(r))),
+                          "censored": censored_cell(r)})
     return (save(fig, out, name) + write_table(pd.DataFrame(rows), out, f"{name}_slopes")
             + write_table(pd.DataFrame(sizes), out, f"{name}_sizes"))

@@ -10,7 +10,7 @@ from rvfx.experiment.results import load_or_derive, load_spec_value, load_table
 from rvfx.figures.common import (
     agent_params,
     band,
-    fmt_episodes,
+    ci_cell,
     learning_times,
     plt,
     run_dots,
@@ -75,9 +75,8 @@ def fig_ensemble(results, out):
 
     summary = pd.DataFrame({
         "K": table["K"], "seeds": table["seeds"],
-        "median learning time [95% CI]": [f"{fmt_episodes(m)} [{fmt_episodes(lo)}, {fmt_episodes(hi)}]"
-                                          for m, lo, hi in zip(table["median learning time"], table["lo"],
-                                                               table["hi"])],
+        "median learning time [95% CI]": [ci_cell(m, lo, hi) for m, lo, hi in
+                                          zip(table["median learning time"], table["lo"], table["hi"])],
         "censored": [f"{c}/{s}" for c, s in zip(table["censored"], table["seeds"])],
         "final cumulative regret (mean ± s.e.)": table["final regret"],
         "episodes": table["episodes"],

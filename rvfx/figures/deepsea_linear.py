@@ -13,6 +13,7 @@ from rvfx.experiment.results import env_params, load_spec_value, load_table
 from rvfx.figures.common import (
     agent_params,
     band,
+    fmt_episodes,
     learning_times,
     plt,
     run_dots,
@@ -133,8 +134,7 @@ def fig_linear_regret(results, out):
         rows.append({"agent": agent, "chest": "treasure" if chest else "bomb", "seeds": len(g),
                      "episodes": int(g["episodes_run"].max()),
                      "final cumulative regret": f"{m['mean']:.1f} ± {m['sem']:.1f}",
-                     "learning time (median)": ("censored" if np.isnan(censored_median(lt))
-                                                else f"{censored_median(lt):.0f}"),
+                     "learning time (median)": fmt_episodes(censored_median(lt)),
                      "runs never learnt": f"{int(np.isnan(lt).sum())}/{len(g)}"})
     return save(fig, out, "deepsea_linear") + write_table(pd.DataFrame(rows), out, "deepsea_linear_summary")
 

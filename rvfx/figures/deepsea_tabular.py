@@ -1,12 +1,11 @@
 """Figs. 4-5: tabular RLSVI vs PSRL vs UCRL2 on deep sea (cumulative regret; learning-time scaling)."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from rvfx.analysis.stats import censored_median, mean_sem_all
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.figures.common import band, learning_times, plt, save, size_scaling_figure, write_table
+from rvfx.figures.common import band, fmt_episodes, learning_times, plt, save, size_scaling_figure, write_table
 
 
 def fig_regret(results, out):
@@ -37,7 +36,7 @@ def fig_regret(results, out):
             row[f"{name}: regret"] = f"{m['mean']:.1f} ± {m['sem']:.1f} (n={int(m['count'])})"
         row["episodes"] = int(g["episodes_run"].max())
         lt = censored_median(learning_times(g[g["env.treasure"]]))
-        row["treasure learning time (median)"] = "censored" if np.isnan(lt) else f"{lt:.0f}"
+        row["treasure learning time (median)"] = fmt_episodes(lt)
         rows.append(row)
     return save(fig, out, "deepsea_tabular") + write_table(pd.DataFrame(rows), out, "deepsea_tabular_summary")
 

@@ -8,14 +8,10 @@ import pandas as pd
 from rvfx.analysis.final_return import final_returns
 from rvfx.analysis.stats import censored_median, mean_sem_all, median_ci
 from rvfx.experiment.results import experiment_dir, load_table
-from rvfx.figures.common import band, learning_times, plt, save, write_table
+from rvfx.figures.common import band, ci_cell, fmt_episodes, learning_times, plt, save, write_table
 
 BOOT_DQN = "boot_dqn"      # RESULTS/bsuite_deep_sea/boot_dqn/[seed_*/]: bsuite's own logs of its boot_dqn
 SMOOTH = 10                # MountainCar returns: running mean over this many episodes per run
-
-
-def _fmt(x: float) -> str:
-    return "censored" if not np.isfinite(x) else f"{x:.0f}"
 
 
 def boot_dqn_logs(results) -> pd.DataFrame:
@@ -77,9 +73,9 @@ def fig_bsuite_deep_sea(results, out):
             solved = g.loc[g["solved"], "episode"]
             per_size.append({
                 "agent": agent, "N": int(size), "solved": f"{len(solved)}/{len(g)}",
-                "median episode solved": _fmt(np.median(solved)) if len(solved) else "none",
+                "median episode solved": fmt_episodes(np.median(solved)) if len(solved) else "none",
                 # boot_dqn's bsuite logs have no regret, so no learning time (run_id "")
-                "median learning time (eq. 7.1)": (_fmt(censored_median(g["learning_time"].to_numpy(float)))
+                "median learning time (eq. 7.1)": (fmt_episodes(censored_median(g["learning_time"].to_numpy(float)))
                                                    if g["run_id"].all() else "no regret logged")})
     return (save(fig, out, "bsuite_deep_sea") + write_table(pd.DataFrame(rows), out, "bsuite_deep_sea_summary")
             + write_table(pd.DataFrame(per_size), out, "bsuite_deep_sea_sizes"))
@@ -113,7 +109,7 @@ def fig_mountaincar(results, out):
                          capsize=3)
         final = mean_sem_all(final_returns(g).to_frame(), "return")
         rows.append({"agent": agent, "seeds": len(f),
-                     "first success: median [95% CI]": f"{_fmt(med)} [{_fmt(lo)}, {_fmt(hi)}]",
+                     "first success: median [95% CI]": ci_cell(med, lo, hi),
                      "never reached": f"{int((~ok).sum())}/{len(f)}",
                      "return, last 10% of episodes (mean ± s.e.)": f"{final['mean']:.1f} ± {final['sem']:.1f}",
                      "episodes": int(f["episodes"].max())})
