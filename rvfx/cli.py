@@ -123,7 +123,7 @@ def _recorder(exp, out: str, record_dir: str, claims_path: str):
     or registry that cannot be used ends here, before anything runs."""
     from rvfx.experiment import results
     from rvfx.experiment.spec import resolved_yaml
-    from rvfx.report.record import RecordError, lacking, recorded, update_record
+    from rvfx.report.record import RecordError, foreign, lacking, recorded, update_record
     from rvfx.report.registry import RegistryError, load_registry
     try:
         registry = load_registry(claims_path)
@@ -132,6 +132,11 @@ def _recorder(exp, out: str, record_dir: str, claims_path: str):
         _fail(str(err), 2)
     except _unreadable_tables() as err:
         _fail(f"--record {record_dir}: {err}", 2)
+    strays = foreign(registry, Path(record_dir), exp)
+    if strays:
+        click.echo(f"{Path(record_dir) / exp.name} holds rows of {len(strays)} run id(s) not in this spec "
+                   f"({', '.join(strays)}): they are dropped as the record updates, and the runs it lacks rerun",
+                   err=True)
     new_tables = lacking(registry, Path(record_dir), exp)
     if new_tables:
         click.echo(f"{Path(record_dir) / exp.name} lacks {', '.join(n + '.csv' for n in new_tables)} (kept since it "
@@ -262,17 +267,16 @@ def _run_hint(experiment: str, results_dir: str) -> str:
 
 def _unreadable(results_dir: str, experiments, err: Exception) -> str:
     """Which file of the experiments' tables (or their spec.yaml) cannot be read, and why."""
-    import pandas as pd
     import yaml
 
-    from rvfx.experiment.results import DamagedTable
+    from rvfx.experiment.results import DamagedTable, read_table
     if isinstance(err, DamagedTable):
         return str(err)
     for e in experiments:
         folder = Path(results_dir) / e
         for path in [*sorted(folder.glob("*.csv")), folder / "spec.yaml"]:
             try:
-                pd.read_csv(path) if path.suffix == ".csv" else yaml.safe_load(path.read_text(encoding="utf-8"))
+                read_table(path) if path.suffix == ".csv" else yaml.safe_load(path.read_text(encoding="utf-8"))
             except FileNotFoundError:
                 continue
             except _unreadable_tables() as bad:

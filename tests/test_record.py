@@ -1,6 +1,7 @@
 """`rvfx run --record DIR`: a sweep cut off, whose results folder is then lost with the machine,
 resumes from its committed record without redoing a recorded run, and the record it ends with is
 byte for byte the export of one uninterrupted sweep."""
+import hashlib
 import json
 import shutil
 
@@ -109,3 +110,36 @@ def test_a_table_kept_since_the_record_was_made_is_taken_from_the_results_folder
         assert "24 recorded" in again.output and "0 to run" in again.output and "lacks" not in again.output
     assert (tmp_path / "paper_0" / EXP / "final_returns.csv").read_bytes() == \
         (tmp_path / "paper_24" / EXP / "final_returns.csv").read_bytes()
+
+
+NUMBER_LIKE = ["--set", "seeds=1", "--set", "episodes=790", "--set", "grid={env.size: [3]}"]   # 4 runs
+NUMBER_LIKE_ID = "99678e2691644303"     # the 4th run's id, which pandas reads as the float inf
+
+
+def test_a_number_like_run_id_is_recorded_as_itself_and_a_record_misnaming_it_is_mended(tmp_path):
+    """A run id of hex digits that reads as a number (99678e2691644303 = 99678 x 10^2691644303) names
+    its run in every table: the record holds it and counts it as recorded. A record written before
+    (its rows under 'inf') names the stray id, drops its rows, reruns that run alone, and ends as
+    the record of one sweep."""
+    res = invoke("run", SPEC, *NUMBER_LIKE, "--out", tmp_path / "r", "--record", tmp_path / "paper")
+    assert res.exit_code == 0, res.output
+    assert f"/{NUMBER_LIKE_ID}" in "".join(f"/{p.name}" for p in (tmp_path / "r" / EXP / "shards").iterdir())
+    record = tmp_path / "paper" / EXP
+    good = {p.name: p.read_bytes() for p in record.iterdir() if p.suffix in (".csv", ".json", ".yaml")}
+    assert f",{NUMBER_LIKE_ID}," in good["runs.csv"].decode() and ",inf," not in good["runs.csv"].decode()
+    again = invoke("run", SPEC, *NUMBER_LIKE, "--out", tmp_path / "gone", "--record", tmp_path / "paper")
+    assert "4 recorded" in again.output and "0 to run" in again.output
+    checksums = json.loads((record / "tables.json").read_text())     # the old misnaming, checksums kept true
+    for name in checksums:
+        path = record / name
+        path.write_text(path.read_text().replace(f",{NUMBER_LIKE_ID},", ",inf,"))
+        checksums[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (record / "tables.json").write_text(json.dumps(checksums, indent=1, sort_keys=True) + "\n")
+    assert ",inf," in (record / "runs.csv").read_text()
+    mended = invoke("run", SPEC, *NUMBER_LIKE, "--out", tmp_path / "new", "--record", tmp_path / "paper")
+    assert mended.exit_code == 0, mended.output
+    assert "holds rows of 1 run id(s) not in this spec (inf)" in mended.output
+    assert "3 recorded" in mended.output and "1 to run" in mended.output
+    assert [p.name for p in (tmp_path / "new" / EXP / "shards").iterdir()] == [NUMBER_LIKE_ID]
+    assert {n: (record / n).read_bytes() for n in good if n != "provenance.json"} == \
+        {n: b for n, b in good.items() if n != "provenance.json"}

@@ -46,6 +46,16 @@ def identity_columns(run) -> dict:
             "algorithm": run.algorithm, "env": run.env, "seed": run.seed, **run.swept}
 
 
+NAME_COLUMNS = ("experiment", "run_id", "agent", "algorithm", "env")
+
+
+def read_table(source) -> pd.DataFrame:
+    """A CSV table rvfx wrote (a path or a file), its name columns read as text: a run id such as
+    218625e581543133 or 0640187978612345 would otherwise be read as a number (inf, or without its
+    leading zero) and no longer name its run."""
+    return pd.read_csv(source, dtype=dict.fromkeys(NAME_COLUMNS, str))
+
+
 def experiment_dir(out: str | Path, experiment: str) -> Path:
     return Path(out) / experiment
 
@@ -198,7 +208,7 @@ def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
         if problem is None:
             for path in sorted(shard_dir(out, run).glob("*.csv")):
                 name = "runs" if path.stem == "summary" else path.stem
-                tables.setdefault(name, []).append(pd.read_csv(path))
+                tables.setdefault(name, []).append(read_table(path))
             manifest = json.loads((shard_dir(out, run) / MANIFEST).read_text(encoding="utf-8"))
             made_by[run.run_id] = {"commit": manifest.get("code", {}).get("commit", ""),
                                    "blas": manifest.get("blas", [])}
@@ -241,8 +251,8 @@ def missing_runs(results: str | Path, experiment: str) -> str | None:
     path, runs = exp_dir / "failures.csv", exp_dir / "runs.csv"
     if not path.exists():
         return None
-    status = pd.read_csv(path)["status"].value_counts()
-    done = len(pd.read_csv(runs)) if runs.exists() else 0
+    status = read_table(path)["status"].value_counts()
+    done = len(read_table(runs)) if runs.exists() else 0
     counts = ", ".join(f"{n} {s}" for s, n in sorted(status.items()))
     return f"{counts} of {done + int(status.sum())} runs (listed in {path})"
 
@@ -257,7 +267,7 @@ def load_table(results: str | Path, experiment: str, name: str) -> pd.DataFrame:
     if expected is not None and hashlib.sha256(data).hexdigest() != expected:
         raise DamagedTable(f"{path.resolve()}: damaged, cannot be read (its sha256 differs from {record.resolve()}; "
                            f"`rvfx collect` rebuilds it from the verified shards)")
-    return pd.read_csv(io.BytesIO(data))
+    return read_table(io.BytesIO(data))
 
 
 def load_or_derive(results: str | Path, experiment: str, name: str, derive) -> pd.DataFrame:

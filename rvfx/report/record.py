@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rvfx.experiment.results import experiment_dir, load_table, provenance_text
+from rvfx.experiment.results import experiment_dir, load_table, provenance_text, read_table
 from rvfx.experiment.spec import resolved_yaml
 from rvfx.report.export import kept_tables, write_tables
 from rvfx.report.tables import experiment_table
@@ -61,6 +61,16 @@ def recorded(registry: dict, record: Path, exp) -> set[str]:
     return set(load_table(record, exp.name, "runs")["run_id"]) & {r.run_id for r in exp.runs}
 
 
+def foreign(registry: dict, record: Path, exp) -> list[str]:
+    """The run ids in the record of `exp` (runs.csv) that its spec does not have: rows misnamed
+    when a number-like run id was read as a number (rvfx before read_table wrote 'inf'), which
+    update_record drops while `recorded` leaves their runs to be rerun."""
+    if not _complete(registry, record, exp):
+        return []
+    ids = load_table(record, exp.name, "runs")["run_id"]
+    return sorted(set(ids) - {r.run_id for r in exp.runs})
+
+
 def _made_by(folder: Path) -> dict:
     """Per run id, what made it (provenance.json's "runs"; none in one written before rvfx kept it)."""
     path = folder / "provenance.json"
@@ -74,7 +84,8 @@ def _made_by(folder: Path) -> dict:
 
 def update_record(registry: dict, results: Path, record: Path, exp) -> Path | None:
     """Merge the runs collected in `results` into the record of `exp` (a run in both takes its
-    collected rows), rows in the spec's run order, failures.csv listing the runs in neither; the
+    collected rows, rows of a run id not in the spec (`foreign`) are dropped), rows in the spec's
+    run order, failures.csv listing the runs in neither; the
     folder, or None when neither holds a finished run yet. While the record lacks a kept table, it
     keeps only the runs collected in `results` (the others are rerun: `recorded` counts none)."""
     names = sorted(kept_tables(registry).get(exp.name, {"runs"}))
@@ -87,14 +98,14 @@ def update_record(registry: dict, results: Path, record: Path, exp) -> Path | No
     order = {r.run_id: i for i, r in enumerate(exp.runs)}
     frames = {}
     for n in names:
-        parts = ([old[n][~old[n]["run_id"].isin(fresh)]] if old else []) + ([new[n]] if new else [])
+        parts = ([old[n][old[n]["run_id"].isin(order.keys() - fresh)]] if old else []) + ([new[n]] if new else [])
         merged = pd.concat(parts, ignore_index=True)
         frames[n] = merged.iloc[np.argsort(merged["run_id"].map(order).to_numpy(), kind="stable")]
     made_by = {r: v for r, v in _made_by(dst).items() if r not in fresh} | _made_by(src)
     extras = {"spec.yaml": resolved_yaml(exp),
               "provenance.json": provenance_text({r: made_by[r] for r in frames["runs"]["run_id"] if r in made_by})}
     if (src / "failures.csv").exists():
-        failures = pd.read_csv(src / "failures.csv")
+        failures = read_table(src / "failures.csv")
         failures = failures[~failures["run_id"].isin(frames["runs"]["run_id"])]
         if len(failures):
             extras["failures.csv"] = failures.to_csv(index=False, lineterminator="\n")
