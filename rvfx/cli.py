@@ -123,16 +123,15 @@ def _recorder(exp, out: str, record_dir: str, claims_path: str):
     or registry that cannot be used ends here, before anything runs."""
     from rvfx.experiment import results
     from rvfx.experiment.spec import resolved_yaml
-    from rvfx.report.record import RecordError, foreign, lacking, recorded, update_record
+    from rvfx.report.record import RecordError, lacking, recorded, update_record
     from rvfx.report.registry import RegistryError, load_registry
     try:
         registry = load_registry(claims_path)
-        ids = recorded(registry, Path(record_dir), exp)
+        ids, strays = recorded(registry, Path(record_dir), exp)
     except (RecordError, RegistryError) as err:
         _fail(str(err), 2)
     except _unreadable_tables() as err:
         _fail(f"--record {record_dir}: {err}", 2)
-    strays = foreign(registry, Path(record_dir), exp)
     if strays:
         click.echo(f"{Path(record_dir) / exp.name} holds rows of {len(strays)} run id(s) not in this spec "
                    f"({', '.join(strays)}): they are dropped as the record updates, and the runs it lacks rerun",

@@ -52,23 +52,16 @@ def _complete(registry: dict, record: Path, exp) -> bool:
     return _has_record(experiment_dir(record, exp.name), exp) and not lacking(registry, record, exp)
 
 
-def recorded(registry: dict, record: Path, exp) -> set[str]:
-    """The run ids of `exp` its record holds (runs.csv, checked against tables.json); none while it
-    lacks a kept table, so that those runs are taken from the results folder or rerun; RecordError
-    when the record was made under another resolved spec or scale."""
+def recorded(registry: dict, record: Path, exp) -> tuple[set[str], list[str]]:
+    """(recorded, foreign): the run ids of `exp` its record holds (runs.csv, checked against
+    tables.json), none while it lacks a kept table, so that those runs are taken from the results
+    folder or rerun; and the record's run ids the spec lacks, rows misnamed when a number-like run
+    id was read as a number (rvfx before read_table wrote 'inf'), which update_record drops while
+    their runs are rerun. RecordError when the record was made under another resolved spec or scale."""
     if not _complete(registry, record, exp):
-        return set()
-    return set(load_table(record, exp.name, "runs")["run_id"]) & {r.run_id for r in exp.runs}
-
-
-def foreign(registry: dict, record: Path, exp) -> list[str]:
-    """The run ids in the record of `exp` (runs.csv) that its spec does not have: rows misnamed
-    when a number-like run id was read as a number (rvfx before read_table wrote 'inf'), which
-    update_record drops while `recorded` leaves their runs to be rerun."""
-    if not _complete(registry, record, exp):
-        return []
-    ids = load_table(record, exp.name, "runs")["run_id"]
-    return sorted(set(ids) - {r.run_id for r in exp.runs})
+        return set(), []
+    ids, spec = set(load_table(record, exp.name, "runs")["run_id"]), {r.run_id for r in exp.runs}
+    return ids & spec, sorted(ids - spec)
 
 
 def _made_by(folder: Path) -> dict:
@@ -84,10 +77,10 @@ def _made_by(folder: Path) -> dict:
 
 def update_record(registry: dict, results: Path, record: Path, exp) -> Path | None:
     """Merge the runs collected in `results` into the record of `exp` (a run in both takes its
-    collected rows, rows of a run id not in the spec (`foreign`) are dropped), rows in the spec's
-    run order, failures.csv listing the runs in neither; the
-    folder, or None when neither holds a finished run yet. While the record lacks a kept table, it
-    keeps only the runs collected in `results` (the others are rerun: `recorded` counts none)."""
+    collected rows, rows of a run id not in the spec are dropped), rows in the spec's run order,
+    failures.csv listing the runs in neither; the folder, or None when neither holds a finished
+    run yet. While the record lacks a kept table, it keeps only the runs collected in `results`
+    (the others are rerun: `recorded` counts none)."""
     names = sorted(kept_tables(registry).get(exp.name, {"runs"}))
     src, dst = experiment_dir(results, exp.name), experiment_dir(record, exp.name)
     old = {n: load_table(record, exp.name, n) for n in names} if _complete(registry, record, exp) else {}
