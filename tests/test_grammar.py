@@ -207,10 +207,11 @@ def test_a_payload_in_claims_yaml_does_not_run_and_is_refused_at_its_line(tmp_pa
     assert not (tmp_path / "out").exists()
 
 
-def test_a_too_deep_or_too_long_condition_is_refused_in_one_line(tmp_path):
+def test_a_too_deep_too_long_or_non_text_condition_is_refused_in_one_line(tmp_path):
     for new, message in (('where: ["' + "(" * 30 + "agent == 'rlsvi'" + ")" * 30 + '"]', "nested more than 20 deep"),
                          ('where: ["' + "-" * 100_000 + '1 < 0"]', "longer than 300 characters (100,005)"),
-                         ("where: [3]", "a condition is a non-empty string")):
+                         ("where: [3]", "a condition is a non-empty string"),
+                         ("where: [[agent, rlsvi]]", "a condition is a non-empty string")):
         claims, line = _claims_with(tmp_path, """where: ["agent == 'rlsvi'"]""", new)
         result = _report(tmp_path, claims)
         assert result.exit_code == 2

@@ -189,11 +189,15 @@ def _node(kind: str, *parts):
 _CONDITIONS = {"logic", "not", "compare", "in"}
 
 
-@functools.lru_cache(maxsize=512)
 def parse(text: str):
     """The tree of a condition; ExpressionError says what is wrong and at which column."""
     if not isinstance(text, str) or not text.strip():
         raise ExpressionError("a condition is a non-empty string")
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse(text: str):
     if len(text) > MAX_LENGTH:
         raise ExpressionError(f"longer than {MAX_LENGTH} characters ({len(text):,})")
     if "\n" in text or not text.isprintable():
