@@ -8,6 +8,7 @@ claim between `<!-- report:begin ID -->` and `<!-- report:end -->`, and `check` 
 where those files or blocks differ from a recomputation.
 
 One idea per module, each importing only modules listed before it:
+  grammar     claims.yaml's conditions (where, criterion, set), parsed and evaluated on a table, never run
   tables      the tables a claim reads (as written, derived or computed), and its row filters
   statistics  the statistics a claim estimates, each an Estimate with its 95% interval
   rules       the verdict rules: an estimate, or an order of estimates, against claims.yaml's constants

@@ -12,6 +12,7 @@ import pandas as pd
 import yaml
 
 from rvfx.experiment.results import missing_runs
+from rvfx.report.grammar import ExpressionError
 from rvfx.report.rules import GROUP_RULES, order_verdict, rule_verdict
 from rvfx.report.statistics import STATISTICS, level
 from rvfx.report.tables import claim_table, select, where_text
@@ -90,19 +91,21 @@ def evaluate_claim(claim: dict, rules: dict, results: Path) -> Outcome:
     """The claim's verdict from the tables under `results` (inconclusive, naming what lacks, when the
     results are missing or partial)."""
     source = f"{claim['experiment']}/{claim.get('table', 'runs')}" if "experiment" in claim else claim["table"]
+    by = claim.get("by", [])
     try:
         df = select(claim_table(claim, results), claim.get("where", []))
+        if df.empty:
+            return Outcome(claim, "inconclusive", [],
+                           f"missing: no rows of {source} with {where_text(claim.get('where', []))}")
+        groups = df.groupby(by, dropna=False, sort=True) if by else [((), df)]
+        rows = [judge_group(claim, rules, ", ".join(f"{c} = {level(v)}" for c, v in zip(by, key)), g)
+                for key, g in ((k if isinstance(k, tuple) else (k,), g) for k, g in groups)]
     except FileNotFoundError as err:
         return Outcome(claim, "inconclusive", [], f"missing: {_relative(err, results)}")
-    except (KeyError, NameError) as err:
+    except KeyError as err:
         return Outcome(claim, "inconclusive", [], f"missing: {source} has no column {err}")
-    if df.empty:
-        return Outcome(claim, "inconclusive", [],
-                       f"missing: no rows of {source} with {where_text(claim.get('where', []))}")
-    by = claim.get("by", [])
-    groups = df.groupby(by, dropna=False, sort=True) if by else [((), df)]
-    rows = [judge_group(claim, rules, ", ".join(f"{c} = {level(v)}" for c, v in zip(by, key)), g)
-            for key, g in ((k if isinstance(k, tuple) else (k,), g) for k, g in groups)]
+    except ExpressionError as err:
+        return Outcome(claim, "inconclusive", [], f"not computable on {source}: {err}")
     verdict = combine([r.verdict for r in rows], claim.get("aggregate", "all"))
     lacking = missing_runs(results, claim["experiment"]) if "experiment" in claim else None
     if lacking:

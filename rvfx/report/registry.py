@@ -1,14 +1,14 @@
-"""claims.yaml read and checked (load_registry): every registered figure mapped, every paper figure
-claimed, every claim complete and naming a table, statistic and rule that tables, statistics and rules
-know; RegistryError names what is wrong."""
+"""claims.yaml read and checked as a spec is (load_registry): every registered figure mapped, every
+paper figure claimed, every claim complete, naming a table, statistic and rule that tables, statistics
+and rules know, and every condition parsed by the grammar; RegistryError says `FILE:LINE: key: what`."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-import yaml
-
+from rvfx.experiment import yaml_lines
+from rvfx.experiment.params import SpecError
 from rvfx.figures import FIGURES
+from rvfx.report.grammar import MAX_LENGTH, ExpressionError, parse
 from rvfx.report.rules import GROUP_RULES, RULES
 from rvfx.report.statistics import STATISTICS
 from rvfx.report.tables import COMPUTED
@@ -20,74 +20,122 @@ class RegistryError(ValueError):
 
 CLAIM_REQUIRED = {"id", "figure", "paper", "words", "statistic", "rule"}
 CLAIM_OPTIONAL = {"experiment", "table", "where", "by", "group", "aggregate", "note"}
+CONDITIONS = {"statistic": ("criterion", "numerator", "reference", "candidates"), "rule": ("set",)}
+"""Where a claim holds conditions besides `where`: a criterion, or a filter (a condition or {column: ...})."""
+
+
+def _failer(path, lines: dict):
+    """fail(key, message, at): raise RegistryError `path:LINE: key: message`, LINE that of the yaml
+    key path `at` (or the nearest enclosing one)."""
+    def fail(key: str, message: str, at: str = ""):
+        while at and at not in lines:
+            at = re.sub(r"(\.[^.\[\]]*|\[\d+\])$", "", at)
+        raise RegistryError(str(SpecError(key, message, file=str(path), line=lines.get(at) or 1)))
+    return fail
 
 
 def load_registry(path) -> dict:
     """Read and check claims.yaml: every registered figure mapped, every paper figure claimed, every
     claim complete and consistent with its figure, statistic and rule."""
     try:
-        reg = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
-        raise RegistryError(f"{path}: {err}") from err
+        reg, lines = yaml_lines.load(str(path))
+    except SpecError as err:
+        raise RegistryError(str(err)) from None
+    fail = _failer(path, lines)
     if not isinstance(reg, dict) or set(reg) != {"rules", "figures", "claims"}:
-        raise RegistryError(f"{path}: needs exactly the keys rules, figures, claims")
+        fail("", "needs exactly the keys rules, figures, claims")
     figures = reg["figures"]
+    if not isinstance(figures, dict) or not isinstance(reg["claims"], list):
+        fail("", "figures is a mapping and claims a list", "figures" if not isinstance(figures, dict) else "claims")
     for fig_id, entry in figures.items():
+        key = f"figures.{fig_id}"
         if fig_id not in FIGURES:
-            raise RegistryError(f"{path}: figures.{fig_id}: no registered figure of that id")
+            fail(key, "no registered figure of that id", key)
         if not isinstance(entry, dict) or len({"paper", "own", "diagram"} & set(entry)) != 1 \
                 or set(entry) - {"paper", "own", "diagram", "image", "tables"}:
-            raise RegistryError(f"{path}: figures.{fig_id}: give exactly one of paper (its label), diagram (the "
-                                f"labels of paper figures that state nothing to test) or own (why)")
+            fail(key, "give exactly one of paper (its label), diagram (the labels of paper figures that state "
+                      "nothing to test) or own (why)", key)
         tables = entry.get("tables", [])
         if not isinstance(tables, list) or not all(isinstance(t, str) and t for t in tables):
-            raise RegistryError(f"{path}: figures.{fig_id}.tables: a list of table names")
+            fail(f"{key}.tables", "a list of table names", f"{key}.tables")
     unmapped = sorted(set(FIGURES) - set(figures))
     if unmapped:
-        raise RegistryError(f"{path}: registered figures missing from figures: {', '.join(unmapped)}")
+        fail("", f"registered figures missing from figures: {', '.join(unmapped)}", "figures")
     seen = set()
-    for claim in reg["claims"]:
-        _check_claim(path, claim, figures, seen)
+    for i, claim in enumerate(reg["claims"]):
+        _check_claim(claim, figures, seen, _claim_failer(fail, i, claim))
         seen.add(claim["id"])
     claimed = {c["figure"] for c in reg["claims"]}
     unclaimed = [f for f, e in figures.items() if "paper" in e and f not in claimed]
     if unclaimed:
-        raise RegistryError(f"{path}: paper figures without a claim: {', '.join(unclaimed)}")
+        fail("", f"paper figures without a claim: {', '.join(unclaimed)}", "claims")
     return reg
 
 
-def _check_claim(path, claim: dict, figures: dict, seen: set) -> None:
+def _claim_failer(fail, i: int, claim):
+    """fail(key, message, at) for the i-th claim: the key is written `claim ID.key`, its line that of
+    claims[i].key (or `at`, a key of the claim)."""
     cid = claim.get("id", "?") if isinstance(claim, dict) else "?"
-    where = f"{path}: claim {cid}"
+
+    def fail_claim(key: str, message: str, at: str = ""):
+        fail(f"claim {cid}" + (f".{key}" if key else ""), message,
+             f"claims[{i}]" + (f".{at or key}" if at or key else ""))
+    return fail_claim
+
+
+def _check_claim(claim: dict, figures: dict, seen: set, fail) -> None:
+    """Check one claim; fail(key, message) names the key of the claim (its line from the yaml)."""
     if not isinstance(claim, dict) or CLAIM_REQUIRED - set(claim):
-        raise RegistryError(f"{where}: needs {', '.join(sorted(CLAIM_REQUIRED))}")
+        fail("", f"needs {', '.join(sorted(CLAIM_REQUIRED))}")
     unknown = set(claim) - CLAIM_REQUIRED - CLAIM_OPTIONAL
     if unknown:
-        raise RegistryError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
-    if not re.fullmatch(r"[a-z0-9_]+", cid) or cid in seen:
-        raise RegistryError(f"{where}: ids are unique and made of a-z, 0-9 and _")
+        fail("", f"unknown keys {', '.join(sorted(unknown))}", sorted(unknown)[0])
+    cid = claim["id"]
+    if not isinstance(cid, str) or not re.fullmatch(r"[a-z0-9_]+", cid) or cid in seen:
+        fail("id", "ids are unique and made of a-z, 0-9 and _")
     if claim["figure"] not in figures:
-        raise RegistryError(f"{where}: figure {claim['figure']!r} is not in figures")
+        fail("figure", f"figure {claim['figure']!r} is not in figures")
     experiments = FIGURES[claim["figure"]].experiments
     if "experiment" in claim and claim["experiment"] not in experiments:
-        raise RegistryError(f"{where}: figure {claim['figure']} reads {list(experiments)}, "
-                            f"not {claim['experiment']!r}")
+        fail("experiment", f"figure {claim['figure']} reads {list(experiments)}, not {claim['experiment']!r}")
     if "experiment" not in claim and claim.get("table") not in COMPUTED:
-        raise RegistryError(f"{where}: without an experiment, table must be one of {', '.join(COMPUTED)}")
+        fail("table", f"without an experiment, table must be one of {', '.join(COMPUTED)}")
     stat, rule = claim["statistic"], claim["rule"]
     if not isinstance(stat, dict) or stat.get("kind") not in STATISTICS:
-        raise RegistryError(f"{where}: statistic.kind must be one of {', '.join(STATISTICS)}")
+        fail("statistic.kind", f"statistic.kind must be one of {', '.join(STATISTICS)}")
     _, required, optional, _ = STATISTICS[stat["kind"]]
     if required - set(stat) or set(stat) - required - optional - {"kind"}:
-        raise RegistryError(f"{where}: statistic {stat['kind']} takes {', '.join(sorted(required))}"
-                            + (f" and optionally {', '.join(sorted(optional))}" if optional else ""))
+        fail("statistic", f"statistic {stat['kind']} takes {', '.join(sorted(required))}"
+                          + (f" and optionally {', '.join(sorted(optional))}" if optional else ""))
     if not isinstance(rule, dict) or rule.get("kind") not in RULES:
-        raise RegistryError(f"{where}: rule.kind must be one of {', '.join(RULES)}")
+        fail("rule.kind", f"rule.kind must be one of {', '.join(RULES)}")
     if set(rule) - {"kind"} != RULES[rule["kind"]]:
-        raise RegistryError(f"{where}: rule {rule['kind']} takes {', '.join(sorted(RULES[rule['kind']])) or 'nothing'}")
+        fail("rule", f"rule {rule['kind']} takes {', '.join(sorted(RULES[rule['kind']])) or 'nothing'}")
     if (rule["kind"] in GROUP_RULES) != ("group" in claim):
-        raise RegistryError(f"{where}: group is needed by, and only by, the rules {', '.join(sorted(GROUP_RULES))}")
+        fail("group" if "group" in claim else "rule",
+             f"group is needed by, and only by, the rules {', '.join(sorted(GROUP_RULES))}")
     if rule["kind"] == "inequality" and rule["op"] not in ("<=", ">="):
-        raise RegistryError(f"{where}: rule.op must be <= or >=")
+        fail("rule.op", "rule.op must be <= or >=")
     if claim.get("aggregate", "all") not in ("all", "any"):
-        raise RegistryError(f"{where}: aggregate must be all or any")
+        fail("aggregate", "aggregate must be all or any")
+    _check_conditions(claim, fail)
+
+
+def _check_conditions(claim: dict, fail) -> None:
+    """Every condition of the claim parses (`where`'s entries, a criterion, a filter); a filter may
+    also be {column: min | max | value}."""
+    where = claim.get("where", [])
+    found = [(f"where[{i}]", w) for i, w in enumerate(where)] if isinstance(where, list) else [("where", where)]
+    for part, keys in CONDITIONS.items():
+        found += [(f"{part}.{k}", claim[part][k]) for k in keys if k in claim[part]]
+    for key, condition in found:
+        if isinstance(condition, dict) and key != "statistic.criterion":
+            if not condition or not all(isinstance(c, str) and (isinstance(v, (int, float, str)) or v is None)
+                                        for c, v in condition.items()):
+                fail(key, "a filter {column: min | max | value} names columns and gives plain values")
+            continue
+        try:
+            parse(condition)
+        except ExpressionError as err:
+            shown = f": {condition!r}" if isinstance(condition, str) and len(condition) <= MAX_LENGTH else ""
+            fail(key, f"{err}{shown}")

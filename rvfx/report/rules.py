@@ -1,6 +1,7 @@
 """The verdict rules (RULES): an Estimate against a rule's target, or estimates in a stated order
 (GROUP_RULES), judged with claims.yaml's constants as holds, differs or inconclusive; `nat` and `ci`
-print an estimate in its statistic's natural units."""
+print an estimate in its statistic's natural units. Every comparison of a rule treats two numbers
+within TOLERANCE of each other as equal, so that no verdict turns on floating-point rounding."""
 from __future__ import annotations
 
 import math
@@ -8,6 +9,21 @@ import math
 import numpy as np
 
 from rvfx.report.statistics import STATISTICS, Estimate, num
+
+TOLERANCE = 1e-9
+"""Relative (and, near 0, absolute) difference below which a rule counts two numbers as equal: far
+above rounding (log2(20) - log2(10) = 1 + 4e-16, a width of one unit), far below any resolution a
+rule states (1/2 on an exponent, 0.1 on a fraction)."""
+
+
+def _le(a: float, b: float) -> bool:
+    """a <= b, up to TOLERANCE."""
+    return a <= b or math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=TOLERANCE)
+
+
+def _lt(a: float, b: float) -> bool:
+    """a < b by more than TOLERANCE."""
+    return not _le(b, a)
 
 
 def _scaled(t: float, scale: str) -> float:
@@ -37,8 +53,8 @@ def rule_verdict(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str
     if np.isnan(e.value) or np.isnan(e.lo) or np.isnan(e.hi):
         return "inconclusive", f"not computable ({e.detail})" if e.detail else "not computable"
     if kind in ("most", "few"):
-        most = e.value >= consts["most"]["at_least"] and e.lo > consts["most"]["excludes_few_above"]
-        few = e.value <= consts["few"]["at_most"] and e.hi < consts["few"]["excludes_most_below"]
+        most = _le(consts["most"]["at_least"], e.value) and _lt(consts["most"]["excludes_few_above"], e.lo)
+        few = _le(e.value, consts["few"]["at_most"]) and _lt(e.hi, consts["few"]["excludes_most_below"])
         holds, differs = (most, few) if kind == "most" else (few, most)
         why = f"fraction {num(e.value)} ({e.detail}), CI {interval}"
         return ("holds" if holds else "differs" if differs else "inconclusive"), why
@@ -46,27 +62,27 @@ def rule_verdict(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str
     if kind == "about":
         h = consts["about"]["half_width"]
         band = f"[{_edge(t - h, scale)}, {_edge(t + h, scale)}]"
-        if e.hi < t - h or e.lo > t + h:
+        if _lt(e.hi, t - h) or _lt(t + h, e.lo):
             return "differs", f"CI {interval} misses {band}"
-        if e.hi - e.lo > consts["about"]["max_ci_width"]:
+        if _lt(consts["about"]["max_ci_width"], e.hi - e.lo):
             return "inconclusive", f"CI {interval} overlaps {band} but is wider than it"
         return "holds", f"CI {interval} overlaps {band}"
     if kind == "below":
         edge = t - consts["below"]["margin"]
-        if e.hi < edge:
+        if _lt(e.hi, edge):
             return "holds", f"CI {interval} lies below {_edge(edge, scale)}"
-        if e.lo >= edge:
+        if _le(edge, e.lo):
             return "differs", f"CI {interval} lies at or above {_edge(edge, scale)}"
         return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
     if kind == "at_most":
         edge = t + consts["at_most"]["margin"]
-        if e.hi <= edge:
+        if _le(e.hi, edge):
             return "holds", f"CI {interval} lies at or below {_edge(edge, scale)}"
-        if e.lo > edge:
+        if _lt(edge, e.lo):
             return "differs", f"CI {interval} lies above {_edge(edge, scale)}"
         return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
     upper = rule["op"] == "<="           # inequality, exact
-    ok, bad = (e.hi <= t, e.lo > t) if upper else (e.lo >= t, e.hi < t)
+    ok, bad = (_le(e.hi, t), _lt(t, e.lo)) if upper else (_le(t, e.lo), _lt(e.hi, t))
     side = "at or below" if upper else "at or above"
     if ok:
         return "holds", f"CI {interval} lies {side} {_target(rule)}"
@@ -81,10 +97,10 @@ def order_verdict(tiers: list) -> tuple[str, str]:
     for lower, upper in zip(tiers, tiers[1:]):
         for a, ea in lower:
             for b, eb in upper:
-                if ea.hi < eb.lo:
+                if _lt(ea.hi, eb.lo):
                     continue
                 holds = False
-                if eb.hi < ea.lo:
+                if _lt(eb.hi, ea.lo):
                     reversed_.append(f"{b} < {a}")
     stated = " < ".join(", ".join(label for label, _ in tier) for tier in tiers)
     if reversed_:

@@ -17,6 +17,7 @@ from rvfx.analysis.stats import (
     plateau_k,
 )
 from rvfx.figures.common import learning_times
+from rvfx.report.grammar import evaluate
 from rvfx.report.tables import select, where_text
 
 
@@ -66,7 +67,7 @@ def _minimum(df, p, boot) -> Estimate:
 
 
 def _fraction(df, p, boot) -> Estimate:
-    ok = df.eval(p["criterion"]).eq(True)          # a missing value does not meet it
+    ok = evaluate(p["criterion"], df)          # a missing value does not meet it
     k, n = int(ok.sum()), len(ok)
     return Estimate(k / n, *clopper_pearson(k, n, boot["level"]), n, f"{k}/{n}")
 
@@ -130,7 +131,7 @@ def _ratio_to_best(df, p, boot) -> Estimate:
 def _breakdown(df, p, boot) -> Estimate:
     """Smallest x at which fewer than half the runs meet the criterion (+inf when none in the grid)."""
     xs = np.sort(df[p["x"]].unique())
-    flags = [df.loc[df[p["x"]] == x].eval(p["criterion"]).eq(True).to_numpy(float) for x in xs]
+    flags = [evaluate(p["criterion"], df.loc[df[p["x"]] == x]).to_numpy(float) for x in xs]
 
     def first_failing(s):
         return next((float(x) for x, f in zip(xs, s) if f.mean() < 0.5), np.inf)

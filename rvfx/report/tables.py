@@ -13,6 +13,7 @@ from rvfx.analysis.curves import cartpole_runs, regret_curves, return_curves
 from rvfx.analysis.final_return import LEARNT_RETURN, final_returns
 from rvfx.analysis.screen import diagnostics_summary, screen_runs
 from rvfx.experiment.results import load_or_derive, load_spec_value, load_table
+from rvfx.report.grammar import evaluate
 
 
 def _final_returns(results: Path, experiment: str) -> pd.DataFrame:
@@ -81,10 +82,10 @@ def experiment_table(results: Path, experiment: str, name: str) -> pd.DataFrame:
 
 
 def select(df: pd.DataFrame, where) -> pd.DataFrame:
-    """Rows passing every filter: a pandas query string, or {column: min | max | value}."""
+    """Rows passing every filter: a condition (rvfx.report.grammar), or {column: min | max | value}."""
     for f in where if isinstance(where, list) else [where]:
         if isinstance(f, str):
-            df = df.query(f)
+            df = df[evaluate(f, df)]
             continue
         for col, v in f.items():
             target = df[col].min() if v == "min" else df[col].max() if v == "max" else v

@@ -1,0 +1,186 @@
+"""Every rule kind and aggregate of claims.yaml can hold, can differ and can be inconclusive, and its
+boundaries fall where claims.yaml says, floating-point rounding aside: each case is a claim tested
+by `rvfx report` on a hand-built results folder.
+
+The statistics are chosen so that their intervals are known exactly: `min` gives the point [x, x];
+the bootstrap mean of two runs x < y gives [x, y] (each end is a replicate value, and both runs
+alike come up in a quarter of the 2,000 resamples); a ratio's numerator of two runs 10 and 20 over a
+reference of one run 1 gives [log2 10, log2 20]."""
+import math
+import re
+
+import pandas as pd
+import pytest
+import yaml
+from cli_helpers import CONFIGS, invoke
+
+from rvfx.report.rules import TOLERANCE
+
+CLAIMS = CONFIGS.parent / "claims.yaml"
+EXPERIMENT = "deepsea_tabular_scaling"      # any experiment of a registered figure would do
+ULP_BELOW_4_5, ULP_ABOVE_1_5, ULP_ABOVE_1 = 4.499999999999999, 1.5000000000000002, 1.0000000000000002
+ROUNDED_ZERO = 0.1 + 0.2 - 0.3 - 1.1e-16          # -5.4e-17
+POINT, PAIR = {"kind": "min", "column": "value"}, {"kind": "mean", "column": "value"}
+FRACTION = {"kind": "fraction", "criterion": "learnt"}
+RATIO = {"kind": "ratio", "column": "value", "numerator": "side == 'num'", "reference": "side == 'ref'"}
+ABOUT2, BELOW5 = {"kind": "about", "target": 2}, {"kind": "below", "target": 5}
+AT_MOST1 = {"kind": "at_most", "target": 1}
+LE1, GE0 = {"kind": "inequality", "op": "<=", "target": 1}, {"kind": "inequality", "op": ">=", "target": 0}
+ORDER = {"kind": "order", "tiers": ["a", "b", "c"]}
+BEST_IN = {"kind": "best_in", "set": "agent in ['a', 'b']"}
+
+
+def learnt(k: int, n: int = 20, **columns) -> list:
+    return [{"censored": i >= k, **columns} for i in range(n)]
+
+
+def per_agent(**values) -> list:
+    return [{"agent": a, "value": v} for a, vs in values.items() for v in (vs if isinstance(vs, tuple) else (vs,))]
+
+
+# case: (runs, statistic, rule, extra claim keys, verdict, words of the row's why)
+CASES = {
+    # about 2: the band [1.5, 2.5]; the CI at most 1 wide
+    "about_holds": ([{"value": 2.2}], POINT, ABOUT2, {}, "holds", "overlaps [1.5, 2.5]"),
+    "about_differs": ([{"value": 3.0}], POINT, ABOUT2, {}, "differs", "misses [1.5, 2.5]"),
+    "about_inconclusive": ([{"value": 1.0}, {"value": 3.0}], PAIR, ABOUT2, {}, "inconclusive", "wider than it"),
+    "about_touches_the_upper_edge": ([{"value": 2.5}], POINT, ABOUT2, {}, "holds", "CI [2.50, 2.50] overlaps"),
+    "about_beyond_the_upper_edge": ([{"value": 2.500001}], POINT, ABOUT2, {}, "differs", "misses"),
+    "about_touches_the_lower_edge": ([{"value": 1.5}], POINT, ABOUT2, {}, "holds", "overlaps"),
+    "about_beyond_the_lower_edge": ([{"value": 1.499999}], POINT, ABOUT2, {}, "differs", "misses"),
+    "about_ci_exactly_as_wide_as_the_band": ([{"value": 1.5}, {"value": 2.5}], PAIR, ABOUT2, {}, "holds",
+                                             "CI [1.50, 2.50] overlaps"),
+    "about_ci_wider_than_the_band": ([{"value": 1.5}, {"value": 2.6}], PAIR, ABOUT2, {}, "inconclusive", "wider"),
+    # log2(20) - log2(10) = 1.0000000000000004: a width of one unit, not more (Fig. 14's plateau CI)
+    "about_log2_width_10_to_20": ([{"side": "num", "value": 10.0}, {"side": "num", "value": 20.0},
+                                   {"side": "ref", "value": 1.0}], RATIO, {"kind": "about", "target": 14}, {},
+                                  "holds", "CI [10.00, 20.0] overlaps [9.90, 19.8]"),
+    # below 5: the CI below 4.5
+    "below_holds": ([{"value": 3.0}], POINT, BELOW5, {}, "holds", "lies below 4.5"),
+    "below_differs": ([{"value": 6.0}], POINT, BELOW5, {}, "differs", "at or above 4.5"),
+    "below_inconclusive": ([{"value": 4.0}, {"value": 5.0}], PAIR, BELOW5, {}, "inconclusive", "straddles 4.5"),
+    "below_at_the_edge": ([{"value": 4.5}], POINT, BELOW5, {}, "differs", "at or above 4.5"),
+    "below_one_ulp_under_the_edge": ([{"value": ULP_BELOW_4_5}], POINT, BELOW5, {}, "differs", "at or above"),
+    "below_just_under_the_edge": ([{"value": 4.499999}], POINT, BELOW5, {}, "holds", "lies below"),
+    # at most 1: the CI at or below 1.5
+    "at_most_holds": ([{"value": 1.2}], POINT, AT_MOST1, {}, "holds", "at or below 1.5"),
+    "at_most_differs": ([{"value": 2.0}], POINT, AT_MOST1, {}, "differs", "lies above 1.5"),
+    "at_most_inconclusive": ([{"value": 1.0}, {"value": 2.0}], PAIR, AT_MOST1, {}, "inconclusive", "straddles"),
+    "at_most_at_the_edge": ([{"value": 1.5}], POINT, AT_MOST1, {}, "holds", "at or below 1.5"),
+    "at_most_one_ulp_over_the_edge": ([{"value": ULP_ABOVE_1_5}], POINT, AT_MOST1, {}, "holds", "at or below"),
+    "at_most_just_over_the_edge": ([{"value": 1.500001}], POINT, AT_MOST1, {}, "differs", "lies above"),
+    # inequality, exact: <= 1 and >= 0
+    "le_holds": ([{"value": 0.5}], POINT, LE1, {}, "holds", "at or below 1"),
+    "le_differs": ([{"value": 2.0}], POINT, LE1, {}, "differs", "beyond 1"),
+    "le_inconclusive": ([{"value": 0.5}, {"value": 1.5}], PAIR, LE1, {}, "inconclusive", "straddles 1"),
+    "le_at_the_target": ([{"value": 1.0}], POINT, LE1, {}, "holds", "at or below 1"),
+    "le_one_ulp_over_the_target": ([{"value": ULP_ABOVE_1}], POINT, LE1, {}, "holds", "at or below 1"),
+    "le_just_over_the_target": ([{"value": 1.000001}], POINT, LE1, {}, "differs", "beyond 1"),
+    "ge_holds": ([{"value": 0.5}], POINT, GE0, {}, "holds", "at or above 0"),
+    "ge_differs": ([{"value": -0.5}], POINT, GE0, {}, "differs", "beyond 0"),
+    "ge_inconclusive": ([{"value": -1.0}, {"value": 1.0}], PAIR, GE0, {}, "inconclusive", "straddles 0"),
+    "ge_at_the_target": ([{"value": 0.0}], POINT, GE0, {}, "holds", "at or above 0"),
+    "ge_rounding_under_the_target": ([{"value": ROUNDED_ZERO}], POINT, GE0, {}, "holds", "at or above 0"),
+    "ge_just_under_the_target": ([{"value": -1e-6}], POINT, GE0, {}, "differs", "beyond 0"),
+    # most and few: fraction >= 1/2 with the CI above 0.1; fraction <= 0.1 with the CI below 1/2
+    "most_holds": (learnt(20), FRACTION, {"kind": "most"}, {}, "holds", "fraction 1.00 (20/20)"),
+    "most_differs": (learnt(0), FRACTION, {"kind": "most"}, {}, "differs", "fraction 0 (0/20)"),
+    "most_inconclusive": (learnt(4), FRACTION, {"kind": "most"}, {}, "inconclusive", "fraction 0.200 (4/20)"),
+    "most_at_one_half": (learnt(10), FRACTION, {"kind": "most"}, {}, "holds", "fraction 0.500 (10/20)"),
+    "most_just_under_one_half": (learnt(9), FRACTION, {"kind": "most"}, {}, "inconclusive", "(9/20)"),
+    "most_with_two_runs": (learnt(1, 2), FRACTION, {"kind": "most"}, {}, "inconclusive", "(1/2)"),
+    "few_holds": (learnt(0), FRACTION, {"kind": "few"}, {}, "holds", "(0/20)"),
+    "few_differs": (learnt(20), FRACTION, {"kind": "few"}, {}, "differs", "(20/20)"),
+    "few_inconclusive": (learnt(4), FRACTION, {"kind": "few"}, {}, "inconclusive", "(4/20)"),
+    "few_at_one_tenth": (learnt(2), FRACTION, {"kind": "few"}, {}, "holds", "fraction 0.100 (2/20)"),
+    "few_just_over_one_tenth": (learnt(3), FRACTION, {"kind": "few"}, {}, "inconclusive", "(3/20)"),
+    # order a < b < c: adjacent tiers with non-overlapping CIs
+    "order_holds": (per_agent(a=1.0, b=2.0, c=3.0), POINT, ORDER, {"group": "agent"}, "holds", "not overlapping"),
+    "order_differs": (per_agent(a=1.0, b=3.0, c=2.0), POINT, ORDER, {"group": "agent"}, "differs", "c < b"),
+    "order_inconclusive": (per_agent(a=(1.0, 2.5), b=(2.0, 3.0), c=4.0), PAIR, ORDER, {"group": "agent"},
+                           "inconclusive", "CIs overlap"),
+    "order_cis_touching": (per_agent(a=(1.0, 2.0), b=(2.0, 3.0), c=(3.0, 4.0)), PAIR, ORDER, {"group": "agent"},
+                           "inconclusive", "CIs overlap"),
+    "order_reversed_by_rounding_only": (per_agent(a=0.1, b=0.1 + 0.2, c=0.3), POINT, ORDER, {"group": "agent"},
+                                        "inconclusive", "CIs overlap"),
+    "order_absent_level": (per_agent(a=1.0, b=2.0), POINT, ORDER, {"group": "agent"}, "inconclusive",
+                           "no runs with agent = c"),
+    # best_in: the best of the set below the best outside it
+    "best_in_holds": (per_agent(a=1.0, b=2.0, c=3.0), POINT, BEST_IN, {"group": "agent"}, "holds", "a < c"),
+    "best_in_differs": (per_agent(a=3.0, b=4.0, c=1.0), POINT, BEST_IN, {"group": "agent"}, "differs", "c < a"),
+    "best_in_inconclusive": (per_agent(a=2.0, b=3.0, c=2.0), POINT, BEST_IN, {"group": "agent"}, "inconclusive",
+                             "CIs overlap"),
+    "best_in_nothing_outside": (per_agent(a=2.0, b=3.0), POINT, BEST_IN, {"group": "agent"}, "inconclusive",
+                                "no estimate outside the set"),
+    # aggregates over groups (by:): all and any
+    "all_holds": (learnt(20, grp="g1") + learnt(20, grp="g2"), FRACTION, {"kind": "most"}, {"by": ["grp"]},
+                  "holds", ""),
+    "all_differs": (learnt(20, grp="g1") + learnt(0, grp="g2"), FRACTION, {"kind": "most"}, {"by": ["grp"]},
+                    "differs", ""),
+    "all_differs_beside_inconclusive": (learnt(4, grp="g1") + learnt(0, grp="g2"), FRACTION, {"kind": "most"},
+                                        {"by": ["grp"]}, "differs", ""),
+    "all_inconclusive": (learnt(20, grp="g1") + learnt(4, grp="g2"), FRACTION, {"kind": "most"}, {"by": ["grp"]},
+                         "inconclusive", ""),
+    "any_holds": (learnt(0, grp="g1") + learnt(20, grp="g2"), FRACTION, {"kind": "most"},
+                  {"by": ["grp"], "aggregate": "any"}, "holds", ""),
+    "any_holds_beside_inconclusive": (learnt(4, grp="g1") + learnt(20, grp="g2"), FRACTION, {"kind": "most"},
+                                      {"by": ["grp"], "aggregate": "any"}, "holds", ""),
+    "any_differs": (learnt(0, grp="g1") + learnt(0, grp="g2"), FRACTION, {"kind": "most"},
+                    {"by": ["grp"], "aggregate": "any"}, "differs", ""),
+    "any_inconclusive": (learnt(0, grp="g1") + learnt(4, grp="g2"), FRACTION, {"kind": "most"},
+                         {"by": ["grp"], "aggregate": "any"}, "inconclusive", ""),
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> str:
+    """report.md of `rvfx report` on one results folder holding every case's runs (column `case`),
+    with claims.yaml's claims and one claim per case."""
+    root = tmp_path_factory.mktemp("rules")
+    runs, claims = [], []
+    for case, (rows, stat, rule, extra, _, _) in CASES.items():
+        runs += [{"run_id": f"{case}-{i}", "case": case, **row} for i, row in enumerate(rows)]
+        claims.append({"id": case, "figure": EXPERIMENT, "paper": "a test", "words": "a test", "experiment": EXPERIMENT,
+                       "where": [f"case == '{case}'"], "statistic": stat, "rule": rule, **extra})
+    exp = root / "results" / EXPERIMENT
+    exp.mkdir(parents=True)
+    table = pd.DataFrame(runs)
+    table["censored"] = table["censored"].fillna(False).astype(bool)
+    table.to_csv(exp / "runs.csv", index=False)
+    (exp / "spec.yaml").write_text("env: {name: deep_sea, size: 20}\n")
+    registry = yaml.safe_load(CLAIMS.read_text())
+    registry["claims"] += claims
+    (root / "claims.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True))
+    result = invoke("report", "--claims", root / "claims.yaml", "--results", root / "results", "--out", root / "out")
+    assert result.exit_code == 0, result.output
+    return (root / "out" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_rule_and_aggregate_gives_the_verdict_its_definition_says(report, case):
+    section = report.split(f"### {case}\n")[1].split("\n### ")[0]
+    verdict = re.search(r"^\*\*(holds|differs|inconclusive)\*\*", section, re.M)
+    _, _, _, _, expected, why = CASES[case]
+    assert verdict and verdict[1] == expected, section
+    assert why in section, section
+
+
+def test_every_rule_kind_and_aggregate_is_seen_holding_differing_and_inconclusive():
+    """The cases above cover each kind of claims.yaml's rules and each aggregate with all three verdicts."""
+    seen = {}
+    for _, _, rule, extra, verdict, _ in CASES.values():
+        seen.setdefault(rule["kind"], set()).add(verdict)
+        if "by" in extra:
+            seen.setdefault(extra.get("aggregate", "all"), set()).add(verdict)
+    kinds = {c["rule"]["kind"] for c in yaml.safe_load(CLAIMS.read_text())["claims"]}
+    assert kinds | {"all", "any"} <= set(seen)
+    assert all(v == {"holds", "differs", "inconclusive"} for v in seen.values()), seen
+
+
+def test_the_cases_at_an_edge_are_within_rounding_of_it_or_clearly_beyond():
+    """The 'ulp' and 'rounding' cases sit within TOLERANCE of their edge, the 'just' ones (1e-6 off) some
+    thousand times TOLERANCE beyond it."""
+    assert 0 < 4.5 - ULP_BELOW_4_5 < TOLERANCE and 0 < ULP_ABOVE_1_5 - 1.5 < TOLERANCE
+    assert 0 < ULP_ABOVE_1 - 1 < TOLERANCE and -TOLERANCE < ROUNDED_ZERO < 0 and 0.1 + 0.2 > 0.3
+    assert math.log2(20) - math.log2(10) > 1 and math.log2(20) - math.log2(10) - 1 < TOLERANCE
+    assert min(abs(2.500001 - 2.5), abs(4.499999 - 4.5), abs(1.500001 - 1.5), 1e-6) > 900 * TOLERANCE
