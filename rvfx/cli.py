@@ -50,6 +50,7 @@ class _Main(click.Group):
 
 
 @click.group(cls=_Main)
+@click.version_option(rvfx.__version__, prog_name="rvfx")
 def main():
     """Deep exploration via randomized value functions: run specs, draw the paper's figures."""
 

@@ -161,3 +161,10 @@ def test_a_variant_spec_is_plotted_from_its_own_experiment_folder(tiny_spec, tmp
     assert result.exit_code == 0, result.output
     assert_png(tmp_path / "f1" / "deepsea_tabular.png")
     assert not (out / "deepsea_tabular").exists()            # the variant's folder was read, not made
+
+
+def test_version_names_the_installed_package():
+    from importlib.metadata import version
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.output.strip() == f"rvfx, version {version('rvfx')}"
