@@ -11,14 +11,16 @@ from pathlib import Path
 import click
 
 import rvfx
+from rvfx import shipped
 from rvfx.experiment.params import SpecError
 
 
 def _load(spec_path, scale, sets, allow_long=True):
     from rvfx.experiment.spec import load_spec
     from rvfx.figures import FIGURES
+    from rvfx.shipped import spec_path as shipped
     try:
-        return load_spec(spec_path, scale, tuple(sets), figure_ids=FIGURES, allow_long=allow_long)
+        return load_spec(shipped(spec_path), scale, tuple(sets), figure_ids=FIGURES, allow_long=allow_long)
     except SpecError as err:
         _fail(str(err), 2)
 
@@ -70,7 +72,7 @@ def main():
 @click.option("--record", "record_dir", type=click.Path(file_okay=False), default=None,
               help="a committed folder of per-run tables, e.g. figures/paper: runs recorded there are not "
                    "rerun, and it takes each run as it finishes, so a sweep outlives its --out folder")
-@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default="claims.yaml", show_default=True,
+@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default=str(shipped.CLAIMS), show_default="the shipped claims.yaml",
               help="the registry naming the tables a --record keeps")
 def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_dir, claims_path):
     """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV."""
@@ -260,9 +262,7 @@ def _draw(figures, results_dir, out):
 
 def _run_hint(experiment: str, results_dir: str) -> str:
     """The command that makes `experiment`'s tables in the user's results folder."""
-    spec = _configs_dir() / f"{experiment}.yaml"
-    shown = os.path.relpath(spec) if spec.is_absolute() and Path.cwd() in spec.parents else spec
-    return f"`rvfx run {shlex.quote(str(shown))} --out {shlex.quote(results_dir)}`"
+    return f"`rvfx run {shlex.quote(experiment)} --out {shlex.quote(results_dir)}`"
 
 
 def _unreadable(results_dir: str, experiments, err: Exception) -> str:
@@ -312,17 +312,11 @@ def _preflight(out: str, exp) -> None:
               f"{need / 2**20:,.1f} MB", 2)
 
 
-def _configs_dir() -> Path:
-    """The repository's configs/ (beside the rvfx package) when there is one, else ./configs."""
-    beside = Path(rvfx.__file__).resolve().parent.parent / "configs"
-    return beside if beside.is_dir() else Path("configs")
-
-
 @main.command()
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), default="figures", show_default=True,
               help="where report.md and report.html go, beside the figures they show")
-@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default="claims.yaml", show_default=True)
+@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default=str(shipped.CLAIMS), show_default="the shipped claims.yaml")
 @click.option("--readme", type=click.Path(dir_okay=False), default=None,
               help="also fill (with --check: compare) the blocks <!-- report:begin ID --> ... <!-- report:end -->")
 @click.option("--strict", is_flag=True, help="exit 1 unless every claim holds on complete results")
@@ -362,7 +356,7 @@ def report(results_dir, out, claims_path, readme, strict, check):
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), required=True,
               help="a folder laid out as a results folder, e.g. figures/paper (committed)")
-@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default="claims.yaml", show_default=True)
+@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default=str(shipped.CLAIMS), show_default="the shipped claims.yaml")
 @click.option("--scale", type=click.Choice(["ci", "paper"]), default=None,
               help="refuse (and copy nothing) unless every experiment to copy was run at this scale")
 def export(results_dir, out, claims_path, scale):
@@ -387,7 +381,7 @@ def list_():
     from rvfx.envs import ENVS
     from rvfx.experiment.params import describe
     from rvfx.figures import FIGURES
-    configs = _configs_dir()
+    configs = shipped.CONFIGS
     specs = sorted(configs.glob("*.yaml"))
     click.echo(f"experiments ({configs.resolve()}/*.yaml):" if specs else
                f"experiments: none found (looked in {configs.resolve()})")

@@ -125,7 +125,7 @@ def test_collect_and_plot_warn_of_runs_missing_from_the_tables(tiny_spec, tmp_pa
 def test_plot_of_missing_results_says_what_to_run(tmp_path):
     result = CliRunner().invoke(main, ["plot", "deepsea_tabular", "--results", str(tmp_path)])
     assert result.exit_code == 1
-    assert "rvfx run configs/deepsea_tabular.yaml" in result.output
+    assert "rvfx run deepsea_tabular --out" in result.output
 
 
 def test_list_shows_figures_agents_and_envs():
@@ -168,3 +168,12 @@ def test_version_names_the_installed_package():
     result = invoke("--version")
     assert result.exit_code == 0
     assert result.output.strip() == f"rvfx, version {version('rvfx')}"
+
+
+def test_shipped_specs_and_claims_are_found_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                       # no configs/ or claims.yaml here
+    result = invoke("validate", "deepsea_tabular")
+    assert result.exit_code == 0 and "ok (deepsea_tabular" in result.output
+    assert invoke("validate", "no_such_experiment").exit_code == 2
+    result = invoke("report", "--results", tmp_path / "none", "--out", tmp_path / "report")
+    assert result.exit_code == 0 and (tmp_path / "report" / "report.md").is_file()
