@@ -51,6 +51,11 @@ class _Main(click.Group):
             _fail(_os_error(err), 1)
 
 
+def _claims_option(help="the claims registry"):
+    return click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default=str(shipped.CLAIMS),
+                        show_default="the shipped claims.yaml", help=help)
+
+
 @click.group(cls=_Main)
 @click.version_option(rvfx.__version__, prog_name="rvfx")
 def main():
@@ -72,8 +77,7 @@ def main():
 @click.option("--record", "record_dir", type=click.Path(file_okay=False), default=None,
               help="a committed folder of per-run tables, e.g. figures/paper: runs recorded there are not "
                    "rerun, and it takes each run as it finishes, so a sweep outlives its --out folder")
-@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default=str(shipped.CLAIMS), show_default="the shipped claims.yaml",
-              help="the registry naming the tables a --record keeps")
+@_claims_option("the registry naming the tables a --record keeps")
 def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_dir, claims_path):
     """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV."""
     from rvfx.experiment import checkpoint, results
@@ -316,7 +320,7 @@ def _preflight(out: str, exp) -> None:
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), default="figures", show_default=True,
               help="where report.md and report.html go, beside the figures they show")
-@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default=str(shipped.CLAIMS), show_default="the shipped claims.yaml")
+@_claims_option()
 @click.option("--readme", type=click.Path(dir_okay=False), default=None,
               help="also fill (with --check: compare) the blocks <!-- report:begin ID --> ... <!-- report:end -->")
 @click.option("--strict", is_flag=True, help="exit 1 unless every claim holds on complete results")
@@ -356,7 +360,7 @@ def report(results_dir, out, claims_path, readme, strict, check):
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), required=True,
               help="a folder laid out as a results folder, e.g. figures/paper (committed)")
-@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default=str(shipped.CLAIMS), show_default="the shipped claims.yaml")
+@_claims_option()
 @click.option("--scale", type=click.Choice(["ci", "paper"]), default=None,
               help="refuse (and copy nothing) unless every experiment to copy was run at this scale")
 def export(results_dir, out, claims_path, scale):
