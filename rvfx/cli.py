@@ -213,7 +213,7 @@ def plot(figures, results_dir, out, spec_path):
     with tempfile.TemporaryDirectory(prefix="rvfx-view-") as view:
         for name in {e for f in figures for e in FIGURES[f].experiments}:
             (Path(view) / name).symlink_to((Path(results_dir) / exp.name).resolve(), target_is_directory=True)
-        _draw(figures, view, out)
+        _draw(figures, view, out, shown=results_dir)
 
 
 def _unreadable_tables() -> tuple:
@@ -229,19 +229,21 @@ def _experiments_in(results_dir) -> list[str]:
     return sorted(p.name for p in Path(results_dir).glob("*") if p.is_dir())
 
 
-def _draw(figures, results_dir, out):
-    """Draw each figure from RESULTS_DIR/<its experiments>; exit 2 on a damaged table, 1 on missing ones."""
+def _draw(figures, results_dir, out, shown=None):
+    """Draw each figure from RESULTS_DIR/<its experiments>; exit 2 on a damaged table, 1 on missing ones.
+    Figures without tables are named once, in one line, with the runs that would make them; `shown`
+    is the results folder to name there (the user's, when RESULTS_DIR is a view of it)."""
     from rvfx.experiment.results import missing_runs
     from rvfx.figures import FIGURES
     unreadable = _unreadable_tables()
-    missing, damaged = [], []
+    shown = shown or results_dir
+    missing, damaged, absent = [], [], set()
     for fig_id in figures or FIGURES:
         fig = FIGURES[fig_id]
-        absent = [e for e in fig.experiments if not any((Path(results_dir) / e).glob("*.csv"))]
-        if absent:
+        lacks = [e for e in fig.experiments if not any((Path(results_dir) / e).glob("*.csv"))]
+        if lacks:
             missing.append(fig_id)
-            click.echo(f"skipped {fig_id}: no tables in {', '.join(str(Path(results_dir) / e) for e in absent)}; "
-                       f"run {' and '.join(_run_hint(e, results_dir) for e in absent)} first", err=True)
+            absent.update(lacks)
             continue
         try:
             paths = fig.draw(Path(results_dir), Path(out))
@@ -258,15 +260,21 @@ def _draw(figures, results_dir, out):
         for _, lack in lacking:
             if lack:
                 click.echo(f"warning: {fig_id} drawn without {lack}", err=True)
+    if absent:
+        skipped = [f for f in missing if set(FIGURES[f].experiments) & absent]
+        click.echo(f"skipped {len(skipped)} figure(s) with no tables in {shown}: {', '.join(skipped)}; "
+                   f"draw them after {_run_hint(sorted(absent), shown)}", err=True)
     if damaged:
         sys.exit(2)
     if missing and figures:
         sys.exit(1)
 
 
-def _run_hint(experiment: str, results_dir: str) -> str:
-    """The command that makes `experiment`'s tables in the user's results folder."""
-    return f"`rvfx run {shlex.quote(experiment)} --out {shlex.quote(results_dir)}`"
+def _run_hint(experiments: list, results_dir: str) -> str:
+    """The command that makes the experiments' tables in the user's results folder."""
+    command = f"`rvfx run NAME --out {shlex.quote(str(results_dir))}`"
+    return command.replace("NAME", experiments[0]) if len(experiments) == 1 else \
+        f"{command} for NAME in {', '.join(experiments)}"
 
 
 def _unreadable(results_dir: str, experiments, err: Exception) -> str:
@@ -378,25 +386,26 @@ def export(results_dir, out, claims_path, scale):
     click.echo(f"export: {len(written)} experiment(s) -> {out}" + "".join(f"\n  {p}" for p in written))
 
 
+LISTED = ("experiments", "figures", "agents", "envs")
+
+
 @main.command("list")
-def list_():
-    """Show experiments (configs/), figures, agents and environments with their parameters."""
-    from rvfx.agents import AGENTS
-    from rvfx.envs import ENVS
-    from rvfx.experiment.params import describe
-    from rvfx.figures import FIGURES
-    configs = shipped.CONFIGS
-    specs = sorted(configs.glob("*.yaml"))
-    click.echo(f"experiments ({configs.resolve()}/*.yaml):" if specs else
-               f"experiments: none found (looked in {configs.resolve()})")
-    for p in specs:
-        click.echo(f"  {p.stem}")
-    click.echo("figures:")
-    for f in FIGURES.values():
-        click.echo(f"  {f.id:28s} from {', '.join(f.experiments)}: {f.caption}")
-    for title, registry in (("agents", AGENTS), ("environments", ENVS)):
-        click.echo(f"{title}:")
-        for name, (_, params_cls, *_) in registry.items():
-            click.echo(f"  {name}")
-            for pname, tname, default, doc in describe(params_cls):
-                click.echo(f"      {pname} ({tname}, default {default!r}): {doc}")
+@click.argument("what", required=False, type=click.Choice(LISTED))
+@click.argument("name", required=False)
+def list_(what, name):
+    """List experiments, figures, agents and environments, one line each; WHAT NAME shows one entry
+    in full (an agent's or environment's parameters, a figure's experiments, a spec's runs)."""
+    from rvfx.experiment.params import did_you_mean
+    from rvfx.listing import entries, entry_detail
+    if name is not None:
+        found = entries(what)
+        if name not in found:
+            _fail(f"unknown {what[:-1]} {name!r}{did_you_mean(name, found)}; `rvfx list {what}` lists them", 2)
+        click.echo(entry_detail(what, name))
+        return
+    for section in (what,) if what else LISTED:
+        found = entries(section)
+        click.echo(f"{section} ({len(found)}; `rvfx list {section} NAME` for one in full):")
+        width = max(map(len, found), default=0)
+        for entry, line in found.items():
+            click.echo(f"  {entry:{width}s}  {line}")
