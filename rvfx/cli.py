@@ -12,17 +12,25 @@ import click
 
 import rvfx
 from rvfx import shipped
+from rvfx.agents import AGENTS
+from rvfx.envs import ENVS
 from rvfx.experiment.params import SpecError
 
 
 def _load(spec_path, scale, sets, allow_long=True):
+    """The experiment of SPEC, its runs naming the `--plugin` modules their workers import."""
+    import dataclasses
+
     from rvfx.experiment.spec import load_spec
     from rvfx.figures import FIGURES
     from rvfx.shipped import spec_path as shipped
     try:
-        return load_spec(shipped(spec_path), scale, tuple(sets), figure_ids=FIGURES, allow_long=allow_long)
+        exp = load_spec(shipped(spec_path), scale, tuple(sets), figure_ids=FIGURES, allow_long=allow_long)
     except SpecError as err:
         _fail(str(err), 2)
+    plugins = click.get_current_context().find_root().obj or ()
+    exp.runs = [dataclasses.replace(r, plugins=plugins) for r in exp.runs] if plugins else exp.runs
+    return exp
 
 
 def _fail(message: str, code: int):
@@ -58,8 +66,20 @@ def _claims_option(help="the claims registry"):
 
 @click.group(cls=_Main)
 @click.version_option(rvfx.__version__, prog_name="rvfx")
-def main():
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
+              help="import MODULE first (it registers agents, environments or figures; docs/extending.md), "
+                   "here and in every worker; installed entry points (rvfx.agents, rvfx.envs, rvfx.figures) "
+                   "are always loaded")
+@click.pass_context
+def main(ctx, plugins):
     """Deep exploration via randomized value functions: run specs, draw the paper's figures."""
+    from rvfx.experiment.plugins import PluginError, load_plugins
+    from rvfx.figures import FIGURES
+    try:
+        load_plugins(tuple(plugins), {"rvfx.agents": AGENTS, "rvfx.envs": ENVS, "rvfx.figures": FIGURES})
+    except PluginError as err:
+        _fail(str(err), 2)
+    ctx.obj = tuple(plugins)
 
 
 @main.command()
