@@ -11,16 +11,26 @@ from pathlib import Path
 import click
 
 import rvfx
+from rvfx import shipped
+from rvfx.agents import AGENTS
+from rvfx.envs import ENVS
 from rvfx.experiment.params import SpecError
 
 
 def _load(spec_path, scale, sets, allow_long=True):
+    """The experiment of SPEC, its runs naming the `--plugin` modules their workers import."""
+    import dataclasses
+
     from rvfx.experiment.spec import load_spec
     from rvfx.figures import FIGURES
+    from rvfx.shipped import spec_path as shipped
     try:
-        return load_spec(spec_path, scale, tuple(sets), figure_ids=FIGURES, allow_long=allow_long)
+        exp = load_spec(shipped(spec_path), scale, tuple(sets), figure_ids=FIGURES, allow_long=allow_long)
     except SpecError as err:
         _fail(str(err), 2)
+    plugins = click.get_current_context().find_root().obj or ()
+    exp.runs = [dataclasses.replace(r, plugins=plugins) for r in exp.runs] if plugins else exp.runs
+    return exp
 
 
 def _fail(message: str, code: int):
@@ -49,9 +59,27 @@ class _Main(click.Group):
             _fail(_os_error(err), 1)
 
 
+def _claims_option(help="the claims registry"):
+    return click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default=str(shipped.CLAIMS),
+                        show_default="the shipped claims.yaml", help=help)
+
+
 @click.group(cls=_Main)
-def main():
+@click.version_option(rvfx.__version__, prog_name="rvfx")
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
+              help="import MODULE first (it registers agents, environments or figures; docs/extending.md), "
+                   "here and in every worker; installed entry points (rvfx.agents, rvfx.envs, rvfx.figures) "
+                   "are always loaded")
+@click.pass_context
+def main(ctx, plugins):
     """Deep exploration via randomized value functions: run specs, draw the paper's figures."""
+    from rvfx.experiment.plugins import PluginError, load_plugins
+    from rvfx.figures import FIGURES
+    try:
+        load_plugins(tuple(plugins), {"rvfx.agents": AGENTS, "rvfx.envs": ENVS, "rvfx.figures": FIGURES})
+    except PluginError as err:
+        _fail(str(err), 2)
+    ctx.obj = tuple(plugins)
 
 
 @main.command()
@@ -69,8 +97,7 @@ def main():
 @click.option("--record", "record_dir", type=click.Path(file_okay=False), default=None,
               help="a committed folder of per-run tables, e.g. figures/paper: runs recorded there are not "
                    "rerun, and it takes each run as it finishes, so a sweep outlives its --out folder")
-@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default="claims.yaml", show_default=True,
-              help="the registry naming the tables a --record keeps")
+@_claims_option("the registry naming the tables a --record keeps")
 def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_dir, claims_path):
     """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV."""
     from rvfx.experiment import checkpoint, results
@@ -206,7 +233,7 @@ def plot(figures, results_dir, out, spec_path):
     with tempfile.TemporaryDirectory(prefix="rvfx-view-") as view:
         for name in {e for f in figures for e in FIGURES[f].experiments}:
             (Path(view) / name).symlink_to((Path(results_dir) / exp.name).resolve(), target_is_directory=True)
-        _draw(figures, view, out)
+        _draw(figures, view, out, shown=results_dir)
 
 
 def _unreadable_tables() -> tuple:
@@ -222,19 +249,21 @@ def _experiments_in(results_dir) -> list[str]:
     return sorted(p.name for p in Path(results_dir).glob("*") if p.is_dir())
 
 
-def _draw(figures, results_dir, out):
-    """Draw each figure from RESULTS_DIR/<its experiments>; exit 2 on a damaged table, 1 on missing ones."""
+def _draw(figures, results_dir, out, shown=None):
+    """Draw each figure from RESULTS_DIR/<its experiments>; exit 2 on a damaged table, 1 on missing ones.
+    Figures without tables are named once, in one line, with the runs that would make them; `shown`
+    is the results folder to name there (the user's, when RESULTS_DIR is a view of it)."""
     from rvfx.experiment.results import missing_runs
     from rvfx.figures import FIGURES
     unreadable = _unreadable_tables()
-    missing, damaged = [], []
+    shown = shown or results_dir
+    missing, damaged, absent = [], [], set()
     for fig_id in figures or FIGURES:
         fig = FIGURES[fig_id]
-        absent = [e for e in fig.experiments if not any((Path(results_dir) / e).glob("*.csv"))]
-        if absent:
+        lacks = [e for e in fig.experiments if not any((Path(results_dir) / e).glob("*.csv"))]
+        if lacks:
             missing.append(fig_id)
-            click.echo(f"skipped {fig_id}: no tables in {', '.join(str(Path(results_dir) / e) for e in absent)}; "
-                       f"run {' and '.join(_run_hint(e, results_dir) for e in absent)} first", err=True)
+            absent.update(lacks)
             continue
         try:
             paths = fig.draw(Path(results_dir), Path(out))
@@ -251,17 +280,21 @@ def _draw(figures, results_dir, out):
         for _, lack in lacking:
             if lack:
                 click.echo(f"warning: {fig_id} drawn without {lack}", err=True)
+    if absent:
+        skipped = [f for f in missing if set(FIGURES[f].experiments) & absent]
+        click.echo(f"skipped {len(skipped)} figure(s) with no tables in {shown}: {', '.join(skipped)}; "
+                   f"draw them after {_run_hint(sorted(absent), shown)}", err=True)
     if damaged:
         sys.exit(2)
     if missing and figures:
         sys.exit(1)
 
 
-def _run_hint(experiment: str, results_dir: str) -> str:
-    """The command that makes `experiment`'s tables in the user's results folder."""
-    spec = _configs_dir() / f"{experiment}.yaml"
-    shown = os.path.relpath(spec) if spec.is_absolute() and Path.cwd() in spec.parents else spec
-    return f"`rvfx run {shlex.quote(str(shown))} --out {shlex.quote(results_dir)}`"
+def _run_hint(experiments: list, results_dir: str) -> str:
+    """The command that makes the experiments' tables in the user's results folder."""
+    command = f"`rvfx run NAME --out {shlex.quote(str(results_dir))}`"
+    return command.replace("NAME", experiments[0]) if len(experiments) == 1 else \
+        f"{command} for NAME in {', '.join(experiments)}"
 
 
 def _unreadable(results_dir: str, experiments, err: Exception) -> str:
@@ -311,17 +344,11 @@ def _preflight(out: str, exp) -> None:
               f"{need / 2**20:,.1f} MB", 2)
 
 
-def _configs_dir() -> Path:
-    """The repository's configs/ (beside the rvfx package) when there is one, else ./configs."""
-    beside = Path(rvfx.__file__).resolve().parent.parent / "configs"
-    return beside if beside.is_dir() else Path("configs")
-
-
 @main.command()
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), default="figures", show_default=True,
               help="where report.md and report.html go, beside the figures they show")
-@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default="claims.yaml", show_default=True)
+@_claims_option()
 @click.option("--readme", type=click.Path(dir_okay=False), default=None,
               help="also fill (with --check: compare) the blocks <!-- report:begin ID --> ... <!-- report:end -->")
 @click.option("--strict", is_flag=True, help="exit 1 unless every claim holds on complete results")
@@ -361,7 +388,7 @@ def report(results_dir, out, claims_path, readme, strict, check):
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), required=True,
               help="a folder laid out as a results folder, e.g. figures/paper (committed)")
-@click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default="claims.yaml", show_default=True)
+@_claims_option()
 @click.option("--scale", type=click.Choice(["ci", "paper"]), default=None,
               help="refuse (and copy nothing) unless every experiment to copy was run at this scale")
 def export(results_dir, out, claims_path, scale):
@@ -379,25 +406,26 @@ def export(results_dir, out, claims_path, scale):
     click.echo(f"export: {len(written)} experiment(s) -> {out}" + "".join(f"\n  {p}" for p in written))
 
 
+LISTED = ("experiments", "figures", "agents", "envs")
+
+
 @main.command("list")
-def list_():
-    """Show experiments (configs/), figures, agents and environments with their parameters."""
-    from rvfx.agents import AGENTS
-    from rvfx.envs import ENVS
-    from rvfx.experiment.params import describe
-    from rvfx.figures import FIGURES
-    configs = _configs_dir()
-    specs = sorted(configs.glob("*.yaml"))
-    click.echo(f"experiments ({configs.resolve()}/*.yaml):" if specs else
-               f"experiments: none found (looked in {configs.resolve()})")
-    for p in specs:
-        click.echo(f"  {p.stem}")
-    click.echo("figures:")
-    for f in FIGURES.values():
-        click.echo(f"  {f.id:28s} from {', '.join(f.experiments)}: {f.caption}")
-    for title, registry in (("agents", AGENTS), ("environments", ENVS)):
-        click.echo(f"{title}:")
-        for name, (_, params_cls, *_) in registry.items():
-            click.echo(f"  {name}")
-            for pname, tname, default, doc in describe(params_cls):
-                click.echo(f"      {pname} ({tname}, default {default!r}): {doc}")
+@click.argument("what", required=False, type=click.Choice(LISTED))
+@click.argument("name", required=False)
+def list_(what, name):
+    """List experiments, figures, agents and environments, one line each; WHAT NAME shows one entry
+    in full (an agent's or environment's parameters, a figure's experiments, a spec's runs)."""
+    from rvfx.experiment.params import did_you_mean
+    from rvfx.listing import entries, entry_detail
+    if name is not None:
+        found = entries(what)
+        if name not in found:
+            _fail(f"unknown {what[:-1]} {name!r}{did_you_mean(name, found)}; `rvfx list {what}` lists them", 2)
+        click.echo(entry_detail(what, name))
+        return
+    for section in (what,) if what else LISTED:
+        found = entries(section)
+        click.echo(f"{section} ({len(found)}; `rvfx list {section} NAME` for one in full):")
+        width = max(map(len, found), default=0)
+        for entry, line in found.items():
+            click.echo(f"  {entry:{width}s}  {line}")

@@ -125,13 +125,24 @@ def test_collect_and_plot_warn_of_runs_missing_from_the_tables(tiny_spec, tmp_pa
 def test_plot_of_missing_results_says_what_to_run(tmp_path):
     result = CliRunner().invoke(main, ["plot", "deepsea_tabular", "--results", str(tmp_path)])
     assert result.exit_code == 1
-    assert "rvfx run configs/deepsea_tabular.yaml" in result.output
+    assert "rvfx run deepsea_tabular --out" in result.output
 
 
-def test_list_shows_figures_agents_and_envs():
+def test_list_shows_one_line_per_entry_and_one_entry_in_full():
     result = invoke("list")
-    for word in ("deepsea_tabular_scaling", "grlsvi", "ucrl2", "deep_sea", "width_states"):
-        assert word in result.output
+    from rvfx import shipped
+    from rvfx.agents import AGENTS
+    from rvfx.envs import ENVS
+    from rvfx.figures import FIGURES
+    assert result.exit_code == 0
+    for name in (*AGENTS, *FIGURES, "deep_sea", "deepsea_tabular_scaling"):
+        assert sum(line.split()[0] == name for line in result.output.splitlines() if line.startswith("  ")) >= 1
+    assert len(result.output.splitlines()) == 4 + len(AGENTS) + len(FIGURES) + len(ENVS) + len(shipped.experiments())
+    assert "width_states" not in result.output                     # parameters only for one entry
+    detail = invoke("list", "agents", "ucrl2")
+    assert detail.exit_code == 0 and "width_states (next_layer|all" in detail.output
+    wrong = invoke("list", "agents", "ucrl")
+    assert wrong.exit_code == 2 and "did you mean 'ucrl2'" in wrong.output
 
 
 def test_any_concurrent_futures_executor_gives_the_same_tables(tiny_spec, tmp_path):
@@ -156,8 +167,28 @@ def test_a_variant_spec_is_plotted_from_its_own_experiment_folder(tiny_spec, tmp
     out = tmp_path / "v"
     assert invoke("run", tiny_spec, "--out", out).exit_code == 0
     without = invoke("plot", "deepsea_tabular", "--results", out, "--out", tmp_path / "f0")
-    assert without.exit_code == 1 and "skipped deepsea_tabular" in without.output
+    assert without.exit_code == 1
+    assert f"skipped 1 figure(s) with no tables in {out}: deepsea_tabular; draw them after " \
+           f"`rvfx run deepsea_tabular --out {out}`" in without.output
+    everything = invoke("plot", "--results", out, "--out", tmp_path / "f0")
+    assert sum(line.startswith("skipped") for line in everything.output.splitlines()) == 1
     result = invoke("plot", "--spec", tiny_spec, "--results", out, "--out", tmp_path / "f1")
     assert result.exit_code == 0, result.output
     assert_png(tmp_path / "f1" / "deepsea_tabular.png")
     assert not (out / "deepsea_tabular").exists()            # the variant's folder was read, not made
+
+
+def test_version_names_the_installed_package():
+    from importlib.metadata import version
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.output.strip() == f"rvfx, version {version('rvfx')}"
+
+
+def test_shipped_specs_and_claims_are_found_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                       # no configs/ or claims.yaml here
+    result = invoke("validate", "deepsea_tabular")
+    assert result.exit_code == 0 and "ok (deepsea_tabular" in result.output
+    assert invoke("validate", "no_such_experiment").exit_code == 2
+    result = invoke("report", "--results", tmp_path / "none", "--out", tmp_path / "report")
+    assert result.exit_code == 0 and (tmp_path / "report" / "report.md").is_file()

@@ -1,7 +1,8 @@
-"""Agent registry: name -> AgentEntry(factory(params, env, rng), parameter dataclass, requires).
+"""Agent registry: name -> AgentEntry(factory(params, env, rng), parameter dataclass, requires, summary).
 
 `requires` is what an environment must offer for the agent (a protocol of `rvfx.core.protocols`,
-an environment class, or a tuple of either): `make_agent` checks it.
+an environment class, or a tuple of either): `make_agent` checks it. `summary` is the line
+`rvfx list agents` shows.
 """
 from collections.abc import Callable
 from typing import NamedTuple
@@ -26,30 +27,48 @@ class AgentEntry(NamedTuple):
     factory: Callable
     params: type
     requires: type | tuple
+    summary: str = ""
 
 
 AGENTS = {
-    "lsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "none"), RLSVIParams, Layered),
-    "grlsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "gaussian"), RLSVIParams, Layered),
-    "brlsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "bootstrap"), RLSVIParams, Layered),
-    "psrl": AgentEntry(lambda p, env, rng: PSRL(env.shape, rng, p), PSRLParams, Layered),
-    "ucrl2": AgentEntry(lambda p, env, rng: UCRL2(env.shape, rng, p), UCRL2Params, Layered),
-    "grlsvi_optimism": AgentEntry(lambda p, env, rng: OptimismProbe(env, rng, p), OptimismParams, RandomMDP),
+    "lsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "none"), RLSVIParams, Layered,
+        "tabular learn_lsvi (Alg. 3): least-squares value iteration, no perturbation"),
+    "grlsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "gaussian"), RLSVIParams, Layered,
+        "tabular learn_grlsvi (Alg. 4 with Gaussian noise, Sec. 5.2)"),
+    "brlsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "bootstrap"), RLSVIParams, Layered,
+        "tabular learn_brlsvi (Alg. 4 with bootstrapped noise, Sec. 5.2)"),
+    "psrl": AgentEntry(lambda p, env, rng: PSRL(env.shape, rng, p), PSRLParams, Layered,
+        "posterior sampling for RL (PSRL, Sec. 7.1.1), Dirichlet-normal posterior"),
+    "ucrl2": AgentEntry(lambda p, env, rng: UCRL2(env.shape, rng, p), UCRL2Params, Layered,
+        "UCRL2 (Jaksch et al. 2010; Sec. 7.1.1), optimistic value iteration in confidence sets"),
+    "grlsvi_optimism": AgentEntry(lambda p, env, rng: OptimismProbe(env, rng, p), OptimismParams, RandomMDP,
+        "tabular learn_grlsvi probed for Theorem 1's optimism in expectation (Sec. 6.2)"),
     "grlsvi_uncertainty": AgentEntry(lambda p, env, rng: UncertaintyProbe(env, rng, p), UncertaintyParams,
-                                     FourStateExample),
-    "deepsea_optimal": AgentEntry(exploration.make_optimal, exploration.DeepSeaKnownParams, DeepSea),
-    "deepsea_exploitation": AgentEntry(exploration.make_pure_exploitation, exploration.DeepSeaKnownParams, DeepSea),
-    "deepsea_myopic": AgentEntry(exploration.make_myopic, exploration.MyopicParams, DeepSea),
-    "deepsea_thompson": AgentEntry(exploration.make_thompson, exploration.DeepSeaKnownParams, DeepSea),
-    "ensemble_rlsvi": AgentEntry(make_ensemble_agent, EnsembleParams, (OwnNetworkInput, VectorObservations, Layered)),
-    "dqn": AgentEntry(make_ensemble_agent, DQNParams, (OwnNetworkInput, VectorObservations, Layered)),
-    "cartpole_reference": AgentEntry(make_reference, CartpoleReferenceParams, CartpoleSwingUp),
+                                     FourStateExample,
+        "tabular learn_grlsvi's sampled Q variance on the four-state example (Fig. 2)"),
+    "deepsea_optimal": AgentEntry(exploration.make_optimal, exploration.DeepSeaKnownParams, DeepSea,
+        "Table 1's optimal agent: knows deep sea's structure and whether the chest is treasure"),
+    "deepsea_exploitation": AgentEntry(exploration.make_pure_exploitation, exploration.DeepSeaKnownParams, DeepSea,
+        "Table 1's pure exploitation: greedy on a posterior mean that knows the structure"),
+    "deepsea_myopic": AgentEntry(exploration.make_myopic, exploration.MyopicParams, DeepSea,
+        "Table 1's myopic exploration: a one-step bonus for untried actions"),
+    "deepsea_thompson": AgentEntry(exploration.make_thompson, exploration.DeepSeaKnownParams, DeepSea,
+        "Table 1's randomized agent: Thompson sampling on a prior that knows the structure"),
+    "ensemble_rlsvi": AgentEntry(make_ensemble_agent, EnsembleParams, (OwnNetworkInput, VectorObservations, Layered),
+        "learn_ensemble_rlsvi (Alg. 8): K networks with fixed random priors, per-member noise"),
+    "dqn": AgentEntry(make_ensemble_agent, DQNParams, (OwnNetworkInput, VectorObservations, Layered),
+        "DQN with epsilon-greedy exploration annealed 1 -> 0 (Fig. 16)"),
+    "cartpole_reference": AgentEntry(make_reference, CartpoleReferenceParams, CartpoleSwingUp,
+        "a hand-built swing-up controller (energy pumping, then LQR): proof the task is solvable"),
     "linear_lsvi": AgentEntry(lambda p, env, rng: LinearRLSVI(env, rng, p, "none"), LinearRLSVIParams,
-                              LinearFeatures),
+                              LinearFeatures,
+        "linear learn_lsvi with per-row features (Sec. 7.1.2), no perturbation"),
     "linear_grlsvi": AgentEntry(lambda p, env, rng: LinearRLSVI(env, rng, p, "gaussian"), LinearRLSVIParams,
-                                LinearFeatures),
+                                LinearFeatures,
+        "linear learn_grlsvi (Sec. 7.1.2-7.1.4), Gaussian noise"),
     "linear_brlsvi": AgentEntry(lambda p, env, rng: LinearRLSVI(env, rng, p, "bootstrap"), LinearRLSVIParams,
-                                LinearFeatures),
+                                LinearFeatures,
+        "linear learn_brlsvi (Sec. 7.1.4, Fig. 13), bootstrapped noise"),
 }
 
 

@@ -29,7 +29,9 @@ def optimal_return(params: DeepSeaParams) -> float:
 
 
 class DeepSea:
-    """States are (row, column); row is also the time step, so H = N layers of N cells.
+    """Deep sea (Example 1): N x N grid, a chest at the bottom right that only deep exploration finds.
+
+    States are (row, column); row is also the time step, so H = N layers of N cells.
 
     `right_action[row, col]` is the action index meaning "right", drawn once per
     instance. Rewards are the paper's; `expected_return` accumulates the noise-free

@@ -36,7 +36,7 @@ def four_state_example(stay: float = 0.2) -> np.ndarray:
 
 
 class FourStateExample:
-    """Section 5.2.2's example: `P` (S, A, S) and mean rewards `R` (S, A), all 0."""
+    """The four-state example of Sec. 5.2.2 (Fig. 2): `P` (S, A, S) and mean rewards `R` (S, A), all 0."""
     num_actions = 2
     optimal_return = 0.0
 

@@ -46,7 +46,9 @@ class RandomMDPParams:
 
 
 class RandomMDP:
-    """One MDP drawn from the prior with the instance's rng; then episodes use the same rng.
+    """A time-inhomogeneous MDP drawn from Theorem 1's Dirichlet prior (Sec. 6).
+
+    One MDP drawn from the prior with the instance's rng; then episodes use the same rng.
 
     Arrays (X = states, A = actions):
       outcome[h, x, a, r, x']  for h < H-1: P^O_{h,x,a}(r, x'), sums to 1 over (r, x')

@@ -18,6 +18,8 @@ import time
 import uuid
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
+from rvfx.experiment.plugins import load_plugins
+
 REPORT_EVERY = 1.0       # seconds between a running run's progress messages
 CONNECT_TIMEOUT = 10.0   # seconds to reach a Dask scheduler before giving up
 
@@ -108,6 +110,7 @@ def _exit_with_parent(parent: int) -> None:
 
 
 def _in_worker(fn, run, out):
+    load_plugins(run.plugins)                # before the run id, which reads the agent's registry entry
     return fn(run, out, Progress(run.run_id, _link))
 
 
@@ -159,6 +162,7 @@ class _DaskLink:
 
 
 def _on_dask(fn, run, out, name):
+    load_plugins(run.plugins)
     return fn(run, out, Progress(run.run_id, _DaskLink(name)))
 
 

@@ -31,6 +31,7 @@ from rvfx.envs import ENVS
 from rvfx.experiment import results
 from rvfx.experiment.checkpoint import Checkpoint
 from rvfx.experiment.executors import ExecutorPool, LocalPool, Progress, Stopped, dask_pool
+from rvfx.experiment.plugins import load_plugins
 
 LOG_EVERY = 60.0   # seconds between progress lines when stderr is not a terminal (a log)
 POLL = 0.5         # seconds between the driver's looks at running runs
@@ -107,6 +108,7 @@ def run_and_store(run, out: str, progress: Progress | None = None) -> Outcome:
     """Execute `run` (from its checkpoint, if one verifies) and write its shard; a raised error
     is stored, not propagated. `progress` hears each episode and may stop the run (Stopped),
     which then leaves nothing behind but its last checkpoint."""
+    load_plugins(run.plugins)                # a worker started afresh (spawn, Dask) knows no plugin yet
     ckpt = Checkpoint(out, run)
     token, ckpt_token = episode_hook.set(progress), checkpointing.set(ckpt)
     try:

@@ -51,6 +51,7 @@ class RunSpec:
     settings: dict = dataclasses.field(default_factory=dict)
     """Every resolved parameter, those left out of the id included: {"agent": {...}, "env": {...}}.
     A shard records it, and resume reruns a shard made under other settings (a changed default)."""
+    plugins: tuple = ()         # `--plugin` modules a worker imports before the run (not in the id)
 
     def identity(self) -> dict:
         """What names the run (its id and agent seed): everything but the grid labels and settings,
@@ -58,6 +59,7 @@ class RunSpec:
         d = dataclasses.asdict(self)
         d.pop("swept")
         d.pop("settings")
+        d.pop("plugins")
         d["agent_params"] = as_recorded(AGENTS[self.algorithm].params, d["agent_params"])
         d["env_params"] = as_recorded(ENVS[self.env][1], d["env_params"])
         return d

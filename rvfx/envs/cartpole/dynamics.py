@@ -113,7 +113,9 @@ def last_time_index(p: CartpoleSwingUpParams) -> int:
 
 
 class CartpoleSwingUp:
-    """Single cartpole; observation (θ, θ̇, x, ẋ, t) as a float64 array (by default), θ = 0 upright.
+    """Cartpole swing-up (Sec. 7.2.2): reward only with the pole upright and the cart centred and slow.
+
+    Single cartpole; observation (θ, θ̇, x, ẋ, t) as a float64 array (by default), θ = 0 upright.
 
     Each step applies force F ∈ {-10, 0, 10} (action 0, 1, 2), integrates eq. 7.2 for Δt,
     then pays |F|/1000 and gains +1 if the new state is upright and steady. The rails
