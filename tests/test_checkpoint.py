@@ -1,6 +1,6 @@
 """A run cut off after a checkpoint resumes there and writes the same bytes as one never cut off."""
 import importlib.util
-import pickle
+import io
 
 import numpy as np
 import pandas as pd
@@ -9,10 +9,10 @@ from cli_helpers import invoke
 from test_agents_on_envs import EXTRA, SMALL_AGENT, small_env
 
 from rvfx.agents import AGENTS, accepts, make_agent
-from rvfx.core.live import live
+from rvfx.core.live import LiveState, live
 from rvfx.core.protocols import run_tables
 from rvfx.envs import ENVS
-from rvfx.experiment import checkpoint, results
+from rvfx.experiment import checkpoint, object_state, results
 from rvfx.experiment.runner import run_and_store
 from rvfx.experiment.spec import load_spec
 
@@ -30,8 +30,17 @@ def environments(agent_name) -> list[str]:
             and accepts(agent_name, small_env(name))]
 
 
+def state_file(agent, env, state) -> bytes:
+    """The checkpoint's data file of (agent, env, state), as `save_if_due` writes it."""
+    tree, arrays = object_state.encode({"agent": agent, "env": env, "state": state})
+    f = io.BytesIO()
+    checkpoint._write_data(f, tree, arrays)
+    return f.getvalue()
+
+
 def resumes_identically(agent_name, env_name) -> None:
-    """6 episodes straight vs 2, pickled with their live state, unpickled, then 4 more."""
+    """6 episodes straight vs 2, written as data with their live state, restored into a fresh
+    agent and environment, then 4 more."""
     env = small_env(env_name)
     agent = fresh(agent_name, env)
     whole = live(agent, env, 6, log_every="all")
@@ -40,8 +49,11 @@ def resumes_identically(agent_name, env_name) -> None:
     env = small_env(env_name)
     agent = fresh(agent_name, env)
     saved = []
-    live(agent, env, 3, log_every="all", after_episode=lambda s: saved.append(pickle.dumps((agent, env, s))))
-    agent, env, state = pickle.loads(saved[-1])                     # as written after episode 2
+    live(agent, env, 3, log_every="all", after_episode=lambda s: saved.append(state_file(agent, env, s)))
+    env = small_env(env_name)
+    agent = fresh(agent_name, env)
+    state = LiveState()
+    checkpoint._restore(io.BytesIO(saved[1]), {"agent": agent, "env": env, "state": state})   # after episode 2
     assert state.episode == 2
     resumed = live(agent, env, 6, log_every="all", state=state)
     assert pd.DataFrame(resumed["episodes"]).equals(pd.DataFrame(whole["episodes"])), env_name   # NaN == NaN
@@ -53,11 +65,17 @@ def resumes_identically(agent_name, env_name) -> None:
 
 
 @pytest.mark.parametrize("agent_name", AGENTS)
-def test_every_agent_and_environment_pickled_mid_run_goes_on_identically(agent_name):
+def test_every_agent_and_environment_checkpointed_mid_run_goes_on_identically(agent_name):
     names = environments(agent_name)
     assert names
     for env_name in names:
         resumes_identically(agent_name, env_name)
+
+
+@pytest.fixture(autouse=True)
+def own_key(tmp_path, monkeypatch):
+    """Each test has its own checkpoint key (never the user's)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
 
 class Cut(BaseException):
@@ -108,7 +126,7 @@ def test_a_run_cut_after_a_checkpoint_resumes_there_with_identical_tables(tmp_pa
     assert "episodes.csv" in shard_bytes(out, run) and "diagnostics.csv" in shard_bytes(out, run)
     assert not ckpt.path.exists()                                     # removed with the shard written
 
-    for where in ("middle", "head"):          # a byte of the data (it unpickles), an opcode (it does not)
+    for where in ("middle", "head"):          # a byte of an array, of the zip's first header
         damaged = tmp_path / f"damaged_{where}"
         with pytest.raises(Cut):
             run_and_store(run, damaged, cut_at(4))
@@ -134,5 +152,5 @@ def test_a_checkpoint_of_other_settings_is_not_resumed(tmp_path, monkeypatch, ca
     other = load_spec(str(spec)).runs[0]
     other.settings["agent"]["K"] = 3                                  # same id, other settings
     assert checkpoint.resumable(tmp_path, [other]) == {}
-    assert checkpoint.Checkpoint(tmp_path, other).load() is None
+    assert checkpoint.Checkpoint(tmp_path, other).load(None, None) is None     # refused before either is read
     assert "made for another run or other settings" in capsys.readouterr().err

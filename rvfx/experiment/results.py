@@ -129,14 +129,16 @@ def write_atomic_text(path: Path, text: str) -> None:
     write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 
-def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """`write` into a binary file under a temporary name beside `path`, then rename it into place."""
+def write_atomic(path: Path, write: Callable[[BinaryIO], object], mode: int | None = None) -> None:
+    """`write` into a new binary file under a temporary name beside `path`, then rename it into
+    place (with `mode`, default what the umask gives): a link at `path` is replaced, never
+    written through, and a reader sees the old file or the new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
-        os.chmod(tmp, FILE_MODE)
+        os.chmod(tmp, FILE_MODE if mode is None else mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -68,15 +68,11 @@ def execute(run) -> dict:
     warn_unless_pinned_kernels()
     ckpt = checkpointing.get()
     with threadpool_limits(limits=1, user_api="blas"):
-        resumed = ckpt.load() if ckpt is not None else None
-        if resumed is not None:
-            agent, env, state = resumed
-        else:
-            env_rng, agent_rng = run_rngs(run)
-            env_cls, env_params_cls = ENVS[run.env]
-            env = env_cls(env_params_cls(**run.env_params), env_rng)
-            agent = make_agent(run.algorithm, AGENTS[run.algorithm].params(**run.agent_params), env, agent_rng)
-            state = None
+        env_rng, agent_rng = run_rngs(run)
+        env_cls, env_params_cls = ENVS[run.env]
+        env = env_cls(env_params_cls(**run.env_params), env_rng)
+        agent = make_agent(run.algorithm, AGENTS[run.algorithm].params(**run.agent_params), env, agent_rng)
+        state = ckpt.load(agent, env) if ckpt is not None else None      # restored into agent and env
         metrics = live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning,
                        on_episode=episode_hook.get(), state=state,
                        after_episode=None if ckpt is None else lambda s: ckpt.save_if_due(agent, env, s))
