@@ -91,6 +91,7 @@ def encode(root) -> tuple[object, list[np.ndarray]]:
 
 
 MISSING = object()                        # no fresh value at this place
+OBJECT_TAGS = {"@object", "@generator", "@random_state", "@alias"}   # what may stand where a fresh object is
 
 
 class Restore:
@@ -133,6 +134,10 @@ class Restore:
 
     def value(self, node, fresh, path: str):
         """The value the tree `node` gives at `path`, where the fresh objects hold `fresh`."""
+        if self._is_object(fresh) and not (type(node) is dict and set(node) & OBJECT_TAGS):
+            kind = "None" if node is None else f"a {type(node).__name__}" if type(node) is not dict else (
+                f"a {next(iter(node), '?').lstrip('@')}")
+            raise Mismatch(f"{path}: {kind} in the checkpoint, {_describe(fresh)} in a fresh run")
         if type(node) in SCALARS:
             return node
         if type(node) is list:
