@@ -289,9 +289,12 @@ def test_a_forged_checkpoint_cannot_produce_a_shard(tmp_path, monkeypatch, capsy
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     refused_then_rerun(spec, tmp_path / "copied", whole, capsys, "not signed with this user's key")
 
+    def linked(p):
+        p.rename(p.with_suffix(".real"))
+        p.symlink_to(p.with_suffix(".real"))
+
     for out, change, why in (("group-writable", lambda p: p.chmod(0o660), "writable by group or others"),
-                             ("linked", lambda p: (p.rename(p.with_suffix(".real")), p.symlink_to(p.with_suffix(".real"))),
-                              "a symbolic link")):
+                             ("linked", linked, "a symbolic link")):
         spec, run, ckpt = cut_run(tmp_path, monkeypatch, tmp_path / out)
         sign(ckpt, forge_finished(ckpt), episode=8)                  # even one signed with the user's key
         change(ckpt.meta)
@@ -319,7 +322,7 @@ def test_a_checkpoint_that_does_not_fit_a_fresh_run_leaves_it_untouched(tmp_path
 
     for changed, why in (
             ({"state.json": tree_with(lambda a: a.update({"@object": "os.system"}))},
-             "root['agent']: a os.system in the checkpoint, a rvfx.agents.neural.ensemble.EnsembleRLSVI in a fresh run"),
+             "root['agent']: a os.system in the checkpoint, a rvfx.agents.neural.ensemble.EnsembleRLSVI in a fresh"),
             ({"state.json": tree_with(lambda a: a["@attrs"].pop("rng"))},
              "root['agent']: attributes differ (checkpoint only: [], fresh run only: ['rng'])"),
             ({"state.json": tree_with(lambda a: a["@attrs"].update(rng=None))},
