@@ -149,12 +149,7 @@ def test_a_run_cut_after_a_checkpoint_resumes_there_with_identical_tables(tmp_pa
 
 
 def test_a_checkpoint_of_other_settings_is_not_resumed(tmp_path, monkeypatch, capsys):
-    spec = tmp_path / "ckpt.yaml"
-    spec.write_text(SPEC)
-    run = load_spec(str(spec)).runs[0]
-    monkeypatch.setattr(checkpoint, "CHECKPOINT_EVERY", 0.0)
-    with pytest.raises(Cut):
-        run_and_store(run, tmp_path, cut_at(4))
+    spec, run, _ = cut_run(tmp_path, monkeypatch, tmp_path)
     other = load_spec(str(spec)).runs[0]
     other.settings["agent"]["K"] = 3                                  # same id, other settings
     assert checkpoint.resumable(tmp_path, [other]) == {}
