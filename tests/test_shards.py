@@ -2,6 +2,8 @@
 import json
 import os
 import platform
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -115,3 +117,63 @@ def test_a_collected_table_damaged_after_collect_is_refused_by_plot(tiny_spec, t
     assert len(errors) == 1 and str(runs) in errors[0] and "damaged" in errors[0]
     assert invoke("collect", tiny_spec, "--out", out).exit_code == 0     # rebuilt from the shards
     assert runs.read_text() == text
+
+
+def test_a_lock_that_is_a_link_is_refused_and_its_target_kept(tiny_spec, tmp_path):
+    """OUT/<experiment>/.lock is opened without following a link and never truncated through one,
+    even when every run is done: one line, exit 1, the link's target unchanged."""
+    out = tmp_path / "l"
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    victim = tmp_path / "precious.txt"
+    victim.write_text("the runner's own file\n")
+    lock = out / "tiny" / ".lock"
+    lock.unlink()
+    for make in (lambda: lock.symlink_to(victim), lambda: os.link(victim, lock)):
+        make()
+        result = invoke("run", tiny_spec, "--out", out)              # 0 runs to do
+        errors = [line for line in result.stderr.splitlines() if line.strip()]
+        assert result.exit_code == 1 and len(errors) == 1 and str(lock) in errors[0] and "link" in errors[0]
+        assert victim.read_text() == "the runner's own file\n"
+        lock.unlink()
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0 and lock.is_file() and not lock.is_symlink()
+
+
+def test_tables_and_figures_replace_a_link_instead_of_writing_through_it(tiny_spec, tmp_path):
+    """Every file rvfx writes is made under a temporary name in its folder and renamed into
+    place: a link planted at its path is replaced, its target untouched."""
+    out, figs = tmp_path / "w", tmp_path / "figs"
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    assert invoke("plot", "--spec", tiny_spec, "--results", out, "--out", figs).exit_code == 0
+    written = [p for p in (out / "tiny").iterdir() if p.is_file() and not p.name.startswith(".")]
+    written += [p for p in figs.rglob("*") if p.is_file()]
+    assert {"runs.csv", "spec.yaml", results.TABLES, "deepsea_tabular.png"} <= {p.name for p in written}
+    before = {p: p.read_bytes() for p in written}
+    victims = {}
+    for i, p in enumerate(written):
+        victims[p] = tmp_path / f"victim{i}"
+        victims[p].write_text("not rvfx's\n")
+        p.unlink()
+        p.symlink_to(victims[p])
+    assert invoke("collect", tiny_spec, "--out", out).exit_code == 0
+    assert invoke("plot", "--spec", tiny_spec, "--results", out, "--out", figs).exit_code == 0
+    for p, victim in victims.items():
+        assert victim.read_text() == "not rvfx's\n", p
+        assert p.is_file() and not p.is_symlink(), p
+        if p.suffix in (".csv", ".json", ".yaml", ".md", ".pdf"):
+            assert p.read_bytes() == before[p], p
+
+
+def test_shard_folders_and_files_follow_the_umask(tiny_spec, tmp_path):
+    """Under umask 002 (a group-shared --out) shards are group-readable and their folders
+    group-searchable, so another member of the group reads them as done instead of rerunning."""
+    out = tmp_path / "u"
+    subprocess.run([sys.executable, "-c", "import sys; from rvfx.cli import main; sys.exit(main())",
+                    "run", str(tiny_spec), "--out", str(out)], check=True, capture_output=True,
+                   preexec_fn=lambda: os.umask(0o002))
+    dirs = shards(out)
+    assert len(dirs) == 8
+    for d in dirs:
+        assert oct(d.stat().st_mode & 0o777) == oct(0o775), d
+        assert {oct(p.stat().st_mode & 0o777) for p in d.iterdir()} == {oct(0o664)}
+    assert oct((out / "tiny" / "runs.csv").stat().st_mode & 0o777) == oct(0o664)
+    assert oct((out / "tiny" / "shards").stat().st_mode & 0o777) == oct(0o775)

@@ -20,7 +20,7 @@ import pandas as pd
 from bsuite import sweep
 
 from rvfx.envs.bsuite import PREFIX, ROWS
-from rvfx.experiment.results import load_spec_value, load_table
+from rvfx.experiment.results import load_spec_value, load_table, write_atomic_text
 
 NUM_EPISODES = sweep.EPISODES["deep_sea/0"]     # bsuite's deep_sea budget: 10,000 episodes
 FILE_PREFIX = "bsuite_id_-_"                     # bsuite's CSV logger: bsuite_id_-_deep_sea-3.csv
@@ -69,8 +69,7 @@ def write_bsuite_logs(results, experiment: str, out) -> list[Path]:
     paths = []
     for _, agent, seed, bsuite_id, log in run_logs(results, experiment):
         path = Path(out) / str(agent) / f"seed_{seed}" / log_file(bsuite_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        log.to_csv(path, index=False, lineterminator="\n")
+        write_atomic_text(path, log.to_csv(index=False, lineterminator="\n"))
         paths.append(path)
     return paths
 

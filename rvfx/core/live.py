@@ -60,7 +60,7 @@ def episode(agent: Agent, environment: Environment, on_transition: Callable[[Tra
 @dataclass
 class LiveState:
     """What `live` carries from one episode to the next: with the agent and the environment, all a
-    run needs to go on from `episode` (a checkpoint pickles the three)."""
+    run needs to go on from `episode` (a checkpoint writes the three as data)."""
     episode: int = 0
     cum_return: float = 0.0
     learning: LearningTime = field(default_factory=LearningTime)

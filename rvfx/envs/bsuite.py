@@ -8,7 +8,6 @@ computes bsuite's deep_sea score.
 """
 from __future__ import annotations
 
-import copyreg
 import inspect
 
 import dm_env
@@ -32,17 +31,6 @@ class _Rows:
 
     def write(self, data) -> None:
         self.rows.append(dict(data))
-
-
-def _logging_from_state(state: dict) -> Logging:
-    wrapper = Logging.__new__(Logging)
-    wrapper.__dict__.update(state)
-    return wrapper
-
-
-# bsuite's Logging delegates unknown attributes to its `_env`, which an unpickled instance does not
-# have yet: unpickling it recursed without end. Rebuilt from its __dict__, it pickles (checkpoints).
-copyreg.pickle(Logging, lambda wrapper: (_logging_from_state, (wrapper.__dict__,)))
 
 
 def settings(bsuite_id: str, kwargs: str = "{}") -> tuple[str, dict]:

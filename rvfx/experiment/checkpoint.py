@@ -1,51 +1,129 @@
 """Mid-run checkpoints: a long run cut off (a session's end, a killed machine) resumes at its last
-checkpointed episode instead of at episode 1.
+checkpointed episode instead of at episode 1, and nothing read back runs code.
 
-At the end of an episode, at most every CHECKPOINT_EVERY seconds, the run's agent, environment
-and `live` loop state (the random generators inside them included) are pickled, as a stream, to
-OUT/<experiment>/checkpoints/<run_id>.pkl, renamed into place, and then described by
-<run_id>.json: the run's id and settings, the episode, the seconds spent, the pickle's sha256.
-A resumed run writes the same bytes as an uninterrupted one (tests/test_checkpoint.py). A
-checkpoint that does not verify (damaged, half-replaced, other settings, another format) is
-named and ignored: the run starts at episode 1. Both files go once the shard is written or the
-run has failed. Like shards, checkpoints are identified by the run's settings, not the code.
-Unpickling runs code: a checkpoint is for resuming one's own runs, never a file to share.
+At the end of an episode, at most every CHECKPOINT_EVERY seconds, the state of the run's agent,
+environment and `live` loop (their random generators' states included) is written as data
+(rvfx.experiment.object_state: a JSON tree and .npy arrays in one uncompressed zip) to
+OUT/<experiment>/checkpoints/<run_id>.npz, renamed into place, and then described by
+<run_id>.json: the run's id and settings, the episode, the seconds spent, the data's size and
+sha256, behind an HMAC-SHA256 line keyed by the user's own key (KEY, made 0600 on first use).
+Both files are written 0600. To resume, the runner builds a fresh agent and environment from the
+spec and the checkpoint restores its state into them. Before a byte of either file is
+interpreted, each must be a regular file (not a link) owned by this user and writable by no
+one else, the description's HMAC must verify and the data's size and sha256 must match it;
+then the state must fit the fresh objects (same classes, attributes, array shapes). Anything
+else (planted, copied from another user or machine, damaged, half-replaced, other settings,
+another format) is named in one line and ignored: the run starts at episode 1. A resumed run
+writes the same bytes as an uninterrupted one (tests/test_checkpoint.py). Both files go once
+the shard is written or the run has failed. Like shards, checkpoints are identified by the
+run's settings, not the code.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
-import pickle
+import math
+import os
+import secrets
+import stat
 import sys
 import time
+import zipfile
 from pathlib import Path
 
-from rvfx.experiment.results import experiment_dir, sha256, write_atomic, write_atomic_text
+import numpy as np
+
+from rvfx.core.live import LiveState
+from rvfx.experiment import object_state
+from rvfx.experiment.results import experiment_dir, write_atomic
 
 CHECKPOINT_EVERY = 600.0     # seconds of a run between checkpoints: at most this much is redone
-FORMAT = 1
+FORMAT = 2
+PRIVATE = 0o600              # checkpoints are the user's own, whatever the umask
+MAX_HEAD = 1 << 20           # bytes of a description (it holds the run's settings)
+MAX_TREE = 1 << 28           # bytes of the JSON tree of a run's state
 DAMAGED = "checksum differs (damaged or half-replaced)"
+UNSIGNED = "not signed with this user's key (planted, copied, or made on another machine or by an older rvfx)"
+
+
+def key_path() -> Path:
+    """The user's checkpoint key: $XDG_CONFIG_HOME/rvfx/key (default ~/.config/rvfx/key)."""
+    config = os.environ.get("XDG_CONFIG_HOME", "")
+    return (Path(config) if os.path.isabs(config) else Path.home() / ".config") / "rvfx" / "key"
+
+
+class Refused(Exception):
+    """Why a checkpoint is not resumed, in a few words."""
+
+
+def read_private(path: Path, limit: int, others: int = 0o022):
+    """(open binary file, size) of `path`: a regular file, not followed if a link, owned by this
+    user, with none of the mode bits `others`, of at most `limit` bytes; else Refused(why not)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise Refused("missing") from None
+    except OSError as err:
+        raise Refused("a symbolic link" if os.path.islink(path) else f"unreadable ({err.strerror})") from None
+    f = os.fdopen(fd, "rb")
+    st = os.fstat(fd)
+    problem = ("not a regular file" if not stat.S_ISREG(st.st_mode)
+               else "owned by another user" if st.st_uid != os.geteuid()
+               else "writable by group or others" if st.st_mode & others & 0o022
+               else "readable by group or others" if st.st_mode & others
+               else f"larger than {limit} bytes" if st.st_size > limit else None)
+    if problem is not None:
+        f.close()
+        raise Refused(problem)
+    return f, st.st_size
+
+
+def user_key(create: bool = False) -> bytes:
+    """The user's 32-byte checkpoint key (made, 0600, when `create` and there is none); Refused
+    when missing or when others could read or replace it."""
+    path = key_path()
+    if create and not path.exists():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.with_name(f".key.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(32))
+            os.link(tmp, path)                            # never replaces a key made meanwhile
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    try:
+        f, _ = read_private(path, 64, others=0o077)
+    except Refused as err:
+        raise Refused(f"key {path}: {err}") from None
+    with f:
+        key = f.read()
+    if len(key) != 32:
+        raise Refused(f"key {path}: not a key of 32 bytes")
+    return key
+
+
+def mac(key: bytes, body: bytes) -> str:
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
 class _Hashing:
-    """A binary file that hashes what goes through it (so a pickle is never held whole in memory)."""
+    """A write-only binary file that hashes and counts what goes through it (zipfile then writes
+    a stream, so a checkpoint is never held whole in memory)."""
 
-    def __init__(self, f, sha):
-        self.f, self.sha = f, sha
+    def __init__(self, f):
+        self.f, self.sha, self.size = f, hashlib.sha256(), 0
 
     def write(self, data) -> int:
         self.sha.update(data)
+        self.size += len(data)
         return self.f.write(data)
 
-    def read(self, n: int = -1) -> bytes:
-        data = self.f.read(n)
-        self.sha.update(data)
-        return data
-
-    def readline(self) -> bytes:
-        data = self.f.readline()
-        self.sha.update(data)
-        return data
+    def flush(self) -> None:
+        self.f.flush()
 
 
 class Checkpoint:
@@ -53,7 +131,8 @@ class Checkpoint:
 
     def __init__(self, out, run):
         folder = experiment_dir(out, run.experiment) / "checkpoints"
-        self.path, self.meta = folder / f"{run.run_id}.pkl", folder / f"{run.run_id}.json"
+        self.path, self.meta = folder / f"{run.run_id}.npz", folder / f"{run.run_id}.json"
+        self.legacy = folder / f"{run.run_id}.pkl"        # an older rvfx's pickle: never read, removed
         self.run_id, self.settings = run.run_id, json.loads(json.dumps(run.settings))
         self.start, self.earlier = time.perf_counter(), 0.0
         self.due = self.start + CHECKPOINT_EVERY
@@ -64,82 +143,154 @@ class Checkpoint:
         return self.earlier + time.perf_counter() - self.start
 
     def exists(self) -> bool:
-        return self.path.exists() or self.meta.exists()
+        return self.path.exists() or self.meta.exists() or self.legacy.exists()
 
-    def head(self, hash_pickle: bool = True) -> tuple[dict | None, str | None]:
-        """(the description, None) when the checkpoint verifies, else (None, why not).
-
-        Without `hash_pickle` the pickle's sha256 is left for the caller to check as it reads."""
+    def head(self) -> dict:
+        """The verified description; Refused (why not) unless its HMAC verifies under the user's
+        key and it describes this run with its settings."""
+        f, _ = _read(self.meta, MAX_HEAD)
+        with f:
+            signature, _, body = f.read().partition(b"\n")
         try:
-            head = json.loads(self.meta.read_text(encoding="utf-8"))
-            if head.get("format") != FORMAT:
-                return None, f"not an rvfx checkpoint of format {FORMAT}"
-            if head.get("run_id") != self.run_id or head.get("settings") != self.settings:
-                return None, "made for another run or other settings"
-            if hash_pickle and sha256(self.path) != head.get("sha256"):
-                return None, DAMAGED
-        except FileNotFoundError as err:
-            return None, f"{Path(err.filename).name} missing"
-        except (OSError, UnicodeDecodeError, ValueError) as err:
-            return None, f"unreadable ({type(err).__name__})"
-        if not self.path.exists():
-            return None, f"{self.path.name} missing"
-        return head, None
+            key = user_key()
+        except Refused as err:
+            raise Refused(f"{self.meta}: cannot be verified ({err})") from None
+        if not hmac.compare_digest(signature, mac(key, body).encode()):
+            raise Refused(f"{self.meta}: {UNSIGNED}")
+        head = json.loads(body)                           # signed by this user: rvfx wrote it
+        if head.get("format") != FORMAT:
+            raise Refused(f"{self.meta}: not an rvfx checkpoint of format {FORMAT}")
+        if head.get("run_id") != self.run_id or head.get("settings") != self.settings:
+            raise Refused(f"{self.meta}: made for another run or other settings")
+        return head
 
-    def load(self):
-        """(agent, environment, live state) to resume, or None to start at episode 1."""
+    def data(self, head: dict):
+        """The data file, open at its start, once its size and sha256 are the description's."""
+        f, size = _read(self.path, int(head["size"]))
+        if size != head["size"] or _sha256(f) != head["sha256"]:
+            f.close()
+            raise Refused(f"{self.path}: {DAMAGED}")
+        f.seek(0)
+        return f
+
+    def load(self, agent, env) -> LiveState | None:
+        """Restore the checkpoint into the fresh `agent` and `env` (built as for a new run) and
+        return the `live` state to go on from; None (agent and env untouched) to start at episode 1."""
         if not self.exists():
             return None
-        head, problem = self.head(hash_pickle=False)     # hashed once, below, as it is read
-        if head is not None:
-            try:
-                with open(self.path, "rb") as f:
-                    hashing = _Hashing(f, hashlib.sha256())
-                    try:
-                        agent, env, state = pickle.load(hashing)
-                    except Exception as err:     # damaged (told apart below), a class the code no longer has, ...
-                        problem = f"does not load ({type(err).__name__}: {err})"
-                    while hashing.read(1 << 20):     # the rest, so that the whole file is verified
-                        pass
-                if hashing.sha.hexdigest() != head["sha256"]:
-                    problem = DAMAGED
-            except OSError as err:
-                problem = f"unreadable ({type(err).__name__})"
-        if problem is not None:
-            print(f"run {self.run_id}: ignoring checkpoint {self.path}: {problem}; starting at episode 1",
-                  file=sys.stderr, flush=True)
-            return None
-        self.earlier = float(head["seconds"])
-        return agent, env, state
+        try:
+            head = self.head()
+            state = LiveState()
+            with self.data(head) as f:
+                _restore(f, {"agent": agent, "env": env, "state": state})
+        except Refused as err:
+            problem = str(err)
+        except object_state.Mismatch as err:
+            problem = f"{self.path}: does not fit a fresh run: {err}"
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, RecursionError) as err:
+            problem = f"{self.path}: unreadable ({type(err).__name__}: {err})"
+        else:
+            self.earlier = float(head["seconds"])
+            return state
+        print(f"run {self.run_id}: ignoring checkpoint {problem}; starting at episode 1",
+              file=sys.stderr, flush=True)
+        return None
 
     def save_if_due(self, agent, env, state) -> None:
         """Checkpoint after this episode if CHECKPOINT_EVERY seconds have passed since the last.
 
-        A checkpoint that cannot be written (an object that does not pickle, a full disk) is
-        reported once and the run goes on without: its result does not depend on them."""
+        A checkpoint that cannot be written (state that is not data, a full disk) is reported
+        once and the run goes on without: its result does not depend on them."""
         now = time.perf_counter()
         if self.failed or now < self.due:
             return
         self.due = now + CHECKPOINT_EVERY
         try:
-            sha = self._write_pickle((agent, env, state))
-            write_atomic_text(self.meta, json.dumps(
-                {"format": FORMAT, "run_id": self.run_id, "settings": self.settings, "episode": state.episode,
-                 "seconds": round(self.elapsed(), 3), "sha256": sha}, sort_keys=True) + "\n")
+            key = user_key(create=True)
+            tree, arrays = object_state.encode({"agent": agent, "env": env, "state": state})
+            hashing = []
+            write_atomic(self.path, lambda f: hashing.append(_write_data(f, tree, arrays)), mode=PRIVATE)
+            body = json.dumps({"format": FORMAT, "run_id": self.run_id, "settings": self.settings,
+                               "episode": state.episode, "seconds": round(self.elapsed(), 3),
+                               "size": hashing[0].size, "sha256": hashing[0].sha.hexdigest()},
+                              sort_keys=True).encode()
+            write_atomic(self.meta, lambda f: f.write(mac(key, body).encode() + b"\n" + body), mode=PRIVATE)
         except Exception as err:
             self.failed = True
             print(f"run {self.run_id}: no checkpoints for this run: {type(err).__name__}: {err}",
                   file=sys.stderr, flush=True)
 
-    def _write_pickle(self, obj) -> str:
-        """Stream `obj`'s pickle into place; return its sha256."""
-        sha = hashlib.sha256()
-        write_atomic(self.path, lambda f: pickle.dump(obj, _Hashing(f, sha), protocol=pickle.HIGHEST_PROTOCOL))
-        return sha.hexdigest()
-
     def remove(self) -> None:
-        self.path.unlink(missing_ok=True)
-        self.meta.unlink(missing_ok=True)
+        for path in (self.path, self.meta, self.legacy):
+            path.unlink(missing_ok=True)
+
+
+def _read(path: Path, limit: int):
+    try:
+        return read_private(path, limit)
+    except Refused as err:
+        raise Refused(f"{path}: {err}") from None
+
+
+def _sha256(f) -> str:
+    h = hashlib.sha256()
+    for block in iter(lambda: f.read(1 << 20), b""):
+        h.update(block)
+    return h.hexdigest()
+
+
+def _write_data(f, tree, arrays) -> _Hashing:
+    """The state's zip: state.json (the tree) and a<i>.npy (array i), uncompressed."""
+    hashing = _Hashing(f)
+    with zipfile.ZipFile(hashing, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("state.json", json.dumps(tree, separators=(",", ":")))
+        for i, array in enumerate(arrays):
+            with zf.open(f"a{i}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, array, allow_pickle=False)
+    return hashing
+
+
+def _restore(f, root: dict) -> None:
+    """Read the state's zip into the fresh objects of `root` (Mismatch where they differ)."""
+    with zipfile.ZipFile(f) as zf:
+        members = {info.filename: info for info in zf.infolist()}
+        arrays = len(members) - 1
+        if set(members) != {"state.json", *(f"a{i}.npy" for i in range(arrays))} or any(
+                info.compress_type != zipfile.ZIP_STORED for info in members.values()):
+            raise object_state.Mismatch("not a state zip of this rvfx")
+        if members["state.json"].file_size > MAX_TREE:
+            raise object_state.Mismatch(f"state.json larger than {MAX_TREE} bytes")
+        tree = json.loads(zf.read("state.json"))
+        top = tree.get("@dict") if type(tree) is dict and len(tree) == 1 else None
+        if (type(top) is not list or [pair[0] if type(pair) is list and len(pair) == 2 else None
+                                      for pair in top] != list(root)
+                or any(type(pair[1]) is not dict or not {"@object", "@alias"} & set(pair[1]) for pair in top)):
+            raise object_state.Mismatch("root: not the state of a run's agent, environment and live loop")
+
+        def read_array(i: int, like, path: str) -> np.ndarray:
+            if not 0 <= i < arrays:
+                raise object_state.Mismatch(f"{path}: no array {i}")
+            with zf.open(f"a{i}.npy") as member:
+                version = np.lib.format.read_magic(member)
+                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0)
+                shape, fortran, dtype = read_header(member)
+                if not object_state.numeric(dtype):
+                    raise object_state.Mismatch(f"{path}: an array of {dtype}")
+                if like is not None and (like.shape, like.dtype) != (shape, dtype):
+                    raise object_state.Mismatch(f"{path}: a {dtype} array of shape {shape} in the checkpoint, "
+                                                f"{like.dtype} of shape {like.shape} in a fresh run")
+                nbytes = math.prod(shape) * dtype.itemsize
+                if member.tell() + nbytes != members[f"a{i}.npy"].file_size:
+                    raise object_state.Mismatch(f"{path}: array {i} is not of the size its header says")
+                data = bytearray(member.read(nbytes))
+            return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
+
+        restore = object_state.Restore(read_array)
+        restore.value(tree, root, "root")
+        if len(restore.arrays) != arrays:
+            raise object_state.Mismatch(f"root: {arrays - len(restore.arrays)} arrays of the file unused")
+        restore.apply()
 
 
 def resumable(out, runs) -> dict[str, int]:
@@ -147,7 +298,10 @@ def resumable(out, runs) -> dict[str, int]:
     found = {}
     for run in runs:
         ckpt = Checkpoint(out, run)
-        head = ckpt.head()[0] if ckpt.exists() else None
-        if head is not None:
+        try:
+            head = ckpt.head()
+            ckpt.data(head).close()
             found[run.run_id] = int(head["episode"])
+        except (Refused, OSError, ValueError, KeyError, TypeError):
+            pass
     return found

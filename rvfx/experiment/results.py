@@ -116,27 +116,30 @@ def _to_csv(df: pd.DataFrame, path: Path) -> None:
     df.to_csv(path, index=False, lineterminator="\n")
 
 
-def _file_mode() -> int:
+def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
 
 
-FILE_MODE = _file_mode()   # what open() would give; mkstemp alone makes 0600
+FILE_MODE = 0o666 & ~_umask()   # what open() would give; mkstemp alone makes 0600
+DIR_MODE = 0o777 & ~_umask()    # what mkdir would give; mkdtemp alone makes 0700
 
 
 def write_atomic_text(path: Path, text: str) -> None:
     write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 
-def write_atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """`write` into a binary file under a temporary name beside `path`, then rename it into place."""
+def write_atomic(path: Path, write: Callable[[BinaryIO], object], mode: int | None = None) -> None:
+    """`write` into a new binary file under a temporary name beside `path`, then rename it into
+    place (with `mode`, default what the umask gives): a link at `path` is replaced, never
+    written through, and a reader sees the old file or the new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
-        os.chmod(tmp, FILE_MODE)
+        os.chmod(tmp, FILE_MODE if mode is None else mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -150,6 +153,7 @@ def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{run.run_id}.", suffix=".tmp"))
     try:
+        os.chmod(tmp, DIR_MODE)         # a group-shared --out (umask 002) stays readable to the group
         ident = identity_columns(run)
         _to_csv(pd.DataFrame([{**ident, **row} for row in episodes]), tmp / "episodes.csv")
         _to_csv(pd.DataFrame([{**ident, **summary}]), tmp / "summary.csv")

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import sys
 import threading
 import time
@@ -69,15 +70,11 @@ def execute(run) -> dict:
     warn_unless_pinned_kernels()
     ckpt = checkpointing.get()
     with threadpool_limits(limits=1, user_api="blas"):
-        resumed = ckpt.load() if ckpt is not None else None
-        if resumed is not None:
-            agent, env, state = resumed
-        else:
-            env_rng, agent_rng = run_rngs(run)
-            env_cls, env_params_cls = ENVS[run.env]
-            env = env_cls(env_params_cls(**run.env_params), env_rng)
-            agent = make_agent(run.algorithm, AGENTS[run.algorithm].params(**run.agent_params), env, agent_rng)
-            state = None
+        env_rng, agent_rng = run_rngs(run)
+        env_cls, env_params_cls = ENVS[run.env]
+        env = env_cls(env_params_cls(**run.env_params), env_rng)
+        agent = make_agent(run.algorithm, AGENTS[run.algorithm].params(**run.agent_params), env, agent_rng)
+        state = ckpt.load(agent, env) if ckpt is not None else None      # restored into agent and env
         metrics = live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning,
                        on_episode=episode_hook.get(), state=state,
                        after_episode=None if ckpt is None else lambda s: ckpt.save_if_due(agent, env, s))
@@ -134,7 +131,7 @@ def run_and_store(run, out: str, progress: Progress | None = None) -> Outcome:
 
 
 class SweepBusy(Exception):
-    """Another sweep holds the experiment folder's lock."""
+    """Another sweep holds the experiment folder's lock, or what is there is not a lock."""
 
 
 class Interrupted(Exception):
@@ -149,7 +146,17 @@ def sweep_lock(out, experiment: str):
     Failing beats waiting: a second sweep there is usually the same command started twice."""
     path = results.experiment_dir(out, experiment) / ".lock"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, results.FILE_MODE), "r+", encoding="utf-8") as f:
+    try:            # never through a link: truncating one would truncate its target
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, results.FILE_MODE)
+    except OSError as err:
+        raise SweepBusy(f"{path}: " + ("a symbolic link, not rvfx's lock: remove it" if os.path.islink(path)
+                                       else f"cannot be opened as a lock ({err.strerror})")) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        raise SweepBusy(f"{path}: " + ("not a regular file" if not stat.S_ISREG(st.st_mode) else
+                                       "a hard link to another file") + ", not rvfx's lock: remove it")
+    with os.fdopen(fd, "r+", encoding="utf-8") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 
 from rvfx.agents import AGENTS  # noqa: E402
 from rvfx.analysis.stats import fit_loglog, mean_sem, median_ci  # noqa: E402
-from rvfx.experiment.results import load_spec_value  # noqa: E402
+from rvfx.experiment.results import load_spec_value, write_atomic, write_atomic_text  # noqa: E402
 from rvfx.experiment.spec import as_current  # noqa: E402
 
 
@@ -32,8 +32,9 @@ def save(fig, out: Path, name: str) -> list[Path]:
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for p in paths:
         # no creation date in the PDF, so redrawing the same CSV gives the same file
-        fig.savefig(p, bbox_inches="tight", dpi=150 if p.suffix == ".png" else None,
-                    metadata={"CreationDate": None} if p.suffix == ".pdf" else None)
+        write_atomic(p, lambda f, p=p: fig.savefig(f, format=p.suffix[1:], bbox_inches="tight",
+                                                   dpi=150 if p.suffix == ".png" else None,
+                                                   metadata={"CreationDate": None} if p.suffix == ".pdf" else None))
     plt.close(fig)
     return paths
 
@@ -42,11 +43,11 @@ def write_table(df: pd.DataFrame, out: Path, name: str) -> list[Path]:
     """The same small table as CSV and as Markdown (for the README)."""
     out.mkdir(parents=True, exist_ok=True)
     csv, md = out / f"{name}.csv", out / f"{name}.md"
-    df.to_csv(csv, index=False, lineterminator="\n")
+    write_atomic_text(csv, df.to_csv(index=False, lineterminator="\n"))
     cols = list(df.columns)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    md.write_text("\n".join(lines) + "\n")
+    write_atomic_text(md, "\n".join(lines) + "\n")
     return [csv, md]
 
 
