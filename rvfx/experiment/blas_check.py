@@ -25,11 +25,16 @@ def blas_problem() -> str | None:
         return None
     if done.returncode >= 0:
         return None
-    try:
-        name = signal.Signals(-done.returncode).name
-    except ValueError:
-        name = f"signal {-done.returncode}"
     coretype = os.environ.get("OPENBLAS_CORETYPE")
     setting = f"OPENBLAS_CORETYPE={coretype}" if coretype else "OPENBLAS_CORETYPE unset"
-    return (f"NumPy's BLAS dies of {name} in a fresh process under {setting}, so every run would: "
-            f"set OPENBLAS_CORETYPE to a core type this CPU runs (unset, rvfx pins Haswell), then rerun")
+    return (f"NumPy's BLAS dies of {signal_name(done.returncode)} in a fresh process under {setting}, "
+            f"so every run would: set OPENBLAS_CORETYPE to a core type this CPU runs (unset, rvfx pins "
+            f"Haswell), then rerun")
+
+
+def signal_name(returncode: int) -> str:
+    """The signal a process died of, from its negative return code (or exit code): -4 -> SIGILL."""
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
