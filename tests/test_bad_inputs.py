@@ -57,7 +57,8 @@ SPEC_CASES = {   # id: (text replaced, replacement, line, key, words in the mess
     "nested_too_deeply": ("seeds: 2", "seeds: 2\ndescription: " + "[" * 1000 + "]" * 1000, None, "",
                           "nested too deeply"),
     "yaml_syntax": ("figures: [deepsea_tabular]", "figures: [deepsea_tabular", 3, "", "not valid YAML"),
-    "control_character": ("seeds: 2", "seeds: 2\x07", 14, "", "control character '\\x07'"),
+    "not_a_character": ("seeds: 2", "seeds: 2\n# \uffff", 15, "", "non-printable character '\\uffff' (U+FFFF)"),
+    "control_character": ("seeds: 2", "seeds: 2\x07", 14, "", "non-printable character '\\x07' (U+0007)"),
     "merge_key": ("  rlsvi:\n    algorithm: grlsvi\n    v: H**2/25\n  psrl:\n",
                   "  rlsvi: &base\n    algorithm: grlsvi\n    v: H**2/25\n  psrl:\n    <<: *base\n", 13,
                   "agents.psrl.<<", "merge keys (<<) are not supported"),
@@ -280,7 +281,7 @@ OTHER_CASES = {
     "set_scale_to_a_number": _set("scales.ci=5", fragment="--set:?: scales.ci: expected a mapping of overrides"),
     "set_mapping_with_a_bad_value": _set("env={name: deep_sea, size: 1}", fragment="--set:?: env.size: must be >= 2"),
     "set_grid_with_a_bad_value": _set("grid.env.size=[4, 1]", fragment="--set:?: grid.env.size[1]: must be >= 2"),
-    "set_control_character": _set("description=a\x1bb", fragment="--set:1: control character '\\x1b'"),
+    "set_control_character": _set("description=a\x1bb", fragment="--set:1: non-printable character '\\x1b' (U+001B)"),
     "blas_dies_of_a_signal": _blas_dies,
 }
 

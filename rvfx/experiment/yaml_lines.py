@@ -4,7 +4,7 @@ PyYAML's defaults hide mistakes in specs: `1e-3` loads as a string, `no` as
 False, and a repeated key silently wins. Here scalars follow YAML 1.2's core
 schema (true/false only; any float literal), a repeated key is an error, and
 `lines` maps each dotted key path to its line for error messages. Only a regular file of at
-most MAX_BYTES is read, and control characters and merge keys are refused at their line.
+most MAX_BYTES is read, and non-printable characters and merge keys are refused at their line.
 """
 from __future__ import annotations
 
@@ -111,15 +111,13 @@ def _read(path: str) -> str:
     return data.decode("utf-8")
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f]")
-
-
 def _check_characters(text: str, file: str) -> None:
-    """Refuse a control character (any but tab, newline, carriage return and NEL) at its line."""
-    bad = _CONTROL.search(text)
+    """Refuse, at its line, a character YAML does not allow (control characters but tab, newline,
+    carriage return and NEL; U+FFFE, U+FFFF), which PyYAML would report by offset alone."""
+    bad = yaml.reader.Reader.NON_PRINTABLE.search(text)
     if bad:
-        raise SpecError("", f"control character {bad.group()!r} (a spec is plain text)", file=file,
-                        line=text.count("\n", 0, bad.start()) + 1)
+        raise SpecError("", f"non-printable character {bad.group()!r} (U+{ord(bad.group()):04X}); a spec is plain "
+                            f"text", file=file, line=text.count("\n", 0, bad.start()) + 1)
 
 
 def load(path: str) -> tuple[object, dict[str, int]]:
