@@ -281,7 +281,9 @@ OTHER_CASES = {
     "set_scale_to_a_number": _set("scales.ci=5", fragment="--set:?: scales.ci: expected a mapping of overrides"),
     "set_mapping_with_a_bad_value": _set("env={name: deep_sea, size: 1}", fragment="--set:?: env.size: must be >= 2"),
     "set_grid_with_a_bad_value": _set("grid.env.size=[4, 1]", fragment="--set:?: grid.env.size[1]: must be >= 2"),
-    "set_control_character": _set("description=a\x1bb", fragment="--set:1: non-printable character '\\x1b' (U+001B)"),
+    "set_value_not_yaml": _set("seeds=[2", fragment="--set:1: seeds=[2: not valid YAML: expected ',' or ']'"),
+    "set_control_character": _set("description=a\x1bb",
+                                  fragment="--set:1: description=a\x1bb: non-printable character '\\x1b' (U+001B)"),
     "blas_dies_of_a_signal": _blas_dies,
 }
 

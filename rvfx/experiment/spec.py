@@ -354,7 +354,10 @@ def _parse_set(item: str, scale: str) -> tuple[str, Any]:
         if parts[1] != scale:
             raise SpecError(item, f"sets the {parts[1]!r} scale's override, but this is scale {scale!r}",
                             file="--set")
-    return key, yaml_lines.parse_value(text)
+    try:
+        return key, yaml_lines.parse_value(text)
+    except SpecError as err:
+        raise SpecError(item, err.message, file="--set", line=err.line) from None
 
 
 def _apply_set(spec: dict, key: str, value: Any, lines: dict) -> None:
