@@ -117,6 +117,8 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_
             click.echo(f"rerunning {run_id}: {problem}", err=True)
     if dry_run:
         return
+    if done < len(problems):
+        _blas_preflight(dask_address)
     _preflight(out, exp)
     from rvfx.experiment.executors import DaskAddressError
     from rvfx.experiment.runner import Interrupted, SweepBusy
@@ -315,6 +317,15 @@ def _unreadable(results_dir: str, experiments, err: Exception) -> str:
                 return f"{path}: damaged, cannot be read ({type(bad).__name__}: {str(bad).strip().splitlines()[0]})"
     return f"{', '.join(str(Path(results_dir) / e) for e in experiments)}: a table cannot be read " \
            f"({type(err).__name__}: {str(err).strip().splitlines()[0]})"
+
+
+def _blas_preflight(dask_address) -> None:
+    """Before any run starts here (not on a remote Dask cluster): NumPy's BLAS works in this
+    environment (rvfx.experiment.blas_check); else one line, exit 2, and nothing written."""
+    from rvfx.experiment.blas_check import blas_problem
+    problem = None if dask_address and not dask_address.startswith("local:") else blas_problem()
+    if problem:
+        _fail(problem, 2)
 
 
 def _preflight(out: str, exp) -> None:

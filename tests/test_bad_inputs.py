@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from conftest import TINY_SPEC
@@ -56,6 +57,27 @@ SPEC_CASES = {   # id: (text replaced, replacement, line, key, words in the mess
     "nested_too_deeply": ("seeds: 2", "seeds: 2\ndescription: " + "[" * 1000 + "]" * 1000, None, "",
                           "nested too deeply"),
     "yaml_syntax": ("figures: [deepsea_tabular]", "figures: [deepsea_tabular", 3, "", "not valid YAML"),
+    "not_a_character": ("seeds: 2", "seeds: 2\n# \uffff", 15, "", "non-printable character '\\uffff' (U+FFFF)"),
+    "control_character": ("seeds: 2", "seeds: 2\x07", 14, "", "non-printable character '\\x07' (U+0007)"),
+    "merge_key": ("  rlsvi:\n    algorithm: grlsvi\n    v: H**2/25\n  psrl:\n",
+                  "  rlsvi: &base\n    algorithm: grlsvi\n    v: H**2/25\n  psrl:\n    <<: *base\n", 13,
+                  "agents.psrl.<<", "merge keys (<<) are not supported"),
+    "expression_of_1200_terms": ("v: H**2/25", "v: " + "+".join(["1"] * 1200), 11, "agents.rlsvi.v",
+                                 "an expression of 2,399 characters, more than the 200 one may hold"),
+    "expression_of_100000_minuses": ("v: H**2/25", "v: " + "-" * 100_000 + "1", 11, "agents.rlsvi.v",
+                                     "more than the 200 one may hold"),
+    "expression_nested_too_deeply": ("v: H**2/25", "v: " + "+".join(["H"] * 30), 11, "agents.rlsvi.v",
+                                     "operations nested more than 20 deep"),
+    "expression_not_real": ("v: H**2/25", "v: (-H)**0.5", 11, "agents.rlsvi.v",
+                            "not a real number (a negative number to a fractional power) ((-H)**0.5 at H=4)"),
+    "agent_label_up_the_tree": ("  psrl:", '  "../../../x":', 12, "agents.../../../x",
+                                "agent label: expected a name of letters, digits"),
+    "agent_label_absolute": ("  psrl:", '  "/tmp/x":', 12, "agents./tmp/x", "agent label: expected a name"),
+    "agent_label_hidden": ("  psrl:", '  ".x":', 12, "agents..x", "not starting with '.' or '-'"),
+    "agent_label_too_long": ("  psrl:", f"  {'a' * 101}:", 12, f"agents.{'a' * 101}",
+                             "a name of 101 characters, more than the 100 one may hold"),
+    "experiment_name_of_300_characters": ("experiment: tiny", f"experiment: {'e' * 300}", 1, "experiment",
+                                          "a name of 300 characters, more than the 100 one may hold"),
 }
 
 
@@ -205,6 +227,32 @@ def _plot_out_under_a_file(tmp_path):
         [f"{table / 'figs'}", "Not a directory"]
 
 
+def _dev_zero(tmp_path):
+    return ["run", "/dev/zero", "--out", tmp_path / "out"], 2, ["/dev/zero:?: is a character device, not a spec file"]
+
+
+def _spec_of_20_mb(tmp_path):
+    spec = tmp_path / "big.yaml"
+    spec.write_text((tmp_path / "tiny.yaml").read_text() + "#" * 20_000_000 + "\n")
+    size = f"{spec.stat().st_size / 1024:,.0f} KB"
+    return ["run", spec, "--out", tmp_path / "out"], 2, [f"{spec}:?: is {size}, more than the 256 KB a spec may hold"]
+
+
+def _set(*sets: str, fragment: str):
+    def case(tmp_path):
+        args = [a for item in sets for a in ("--set", item)]
+        return ["run", tmp_path / "tiny.yaml", *args, "--out", tmp_path / "out"], 2, [fragment]
+    return case
+
+
+def _blas_dies(tmp_path, monkeypatch):
+    """The BLAS probe dies of SIGILL, as under OPENBLAS_CORETYPE=SkylakeX on a CPU without AVX-512."""
+    from rvfx.experiment import blas_check
+    monkeypatch.setattr(blas_check, "PROBE", "import os, signal; os.kill(os.getpid(), signal.SIGILL)")
+    return ["run", tmp_path / "tiny.yaml", "--set", "seeds=3", "--out", tmp_path / "out"], 2, \
+        [f"NumPy's BLAS dies of SIGILL in a fresh process under OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}"]
+
+
 OTHER_CASES = {
     "spec_of_random_bytes": _random_bytes,
     "missing_spec": _missing_spec,
@@ -223,6 +271,20 @@ OTHER_CASES = {
     "plot_spec_yaml_damaged": _plot_damaged("spec.yaml", _append(b"\nscale: [")),
     "plot_without_results_keeps_results_dir": _plot_without_results,
     "plot_out_under_a_regular_file": _plot_out_under_a_file,
+    "dev_zero_as_spec": _dev_zero,
+    "spec_of_20_mb": _spec_of_20_mb,
+    "set_every_scale": _set("scales=null", fragment="--set:?: scales=null: --set cannot replace every scale"),
+    "set_empty_key": _set(".=1", fragment="--set:?: .=1: --set takes dotted.key=value"),
+    "set_another_scale": _set("scales.paper.seeds=3",
+                              fragment="--set:?: scales.paper.seeds=3: sets the 'paper' scale's override, "
+                                       "but this is scale 'ci'"),
+    "set_scale_to_a_number": _set("scales.ci=5", fragment="--set:?: scales.ci: expected a mapping of overrides"),
+    "set_mapping_with_a_bad_value": _set("env={name: deep_sea, size: 1}", fragment="--set:?: env.size: must be >= 2"),
+    "set_grid_with_a_bad_value": _set("grid.env.size=[4, 1]", fragment="--set:?: grid.env.size[1]: must be >= 2"),
+    "set_value_not_yaml": _set("seeds=[2", fragment="--set:1: seeds=[2: not valid YAML: expected ',' or ']'"),
+    "set_control_character": _set("description=a\x1bb",
+                                  fragment="--set:1: description=a\x1bb: non-printable character '\\x1b' (U+001B)"),
+    "blas_dies_of_a_signal": _blas_dies,
 }
 
 
@@ -333,3 +395,58 @@ def test_memory_estimate_within_2x_of_the_traced_peak(tmp_path):
     for name, (estimate, peak) in zip(MEMORY_CASES, json.loads(done.stdout)):
         assert peak > 10 * 2**20, name
         assert 0.5 <= estimate / peak <= 2.0, (name, estimate / 2**20, peak / 2**20)
+
+
+def rvfx_process(*args, env=None, timeout=120):
+    """`rvfx ARGS...` in a process of its own (a hang ends the test at `timeout`, a signal shows)."""
+    rvfx = Path(sys.executable).parent / "rvfx"
+    return subprocess.run([str(rvfx), *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def test_a_spec_that_is_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)
+    done = rvfx_process("validate", fifo, timeout=60)
+    assert done.returncode == 2 and done.stderr.splitlines() == \
+        [f"error: {fifo}:?: is a named pipe (FIFO), not a spec file"], done.stderr
+
+
+def _has_avx512() -> bool:
+    return "avx512f" in Path("/proc/cpuinfo").read_text().split() if Path("/proc/cpuinfo").exists() else True
+
+
+@pytest.mark.skipif(_has_avx512(), reason="this CPU has AVX-512 (avx512f in /proc/cpuinfo): OpenBLAS's SkylakeX "
+                                          "kernels run here, so there is no SIGILL to provoke")
+def test_skylakex_kernels_on_a_cpu_without_avx512_are_refused_before_any_run(tmp_path):
+    """The one test that sets OPENBLAS_CORETYPE, in its own process: the BLAS probe dies of SIGILL,
+    and `rvfx run` says so in one line instead of dying with exit 132."""
+    (tmp_path / "tiny.yaml").write_text(TINY_SPEC)
+    done = rvfx_process("run", tmp_path / "tiny.yaml", "--out", tmp_path / "out",
+                        env={**os.environ, "OPENBLAS_CORETYPE": "SkylakeX"})
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stderr.splitlines() == [done.stderr.strip()] and "Traceback" not in done.stderr
+    assert "NumPy's BLAS dies of SIGILL in a fresh process under OPENBLAS_CORETYPE=SkylakeX" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_bsuite_logs_refuse_an_agent_label_that_is_no_name(tmp_path):
+    """`python -m rvfx.analysis.bsuite` builds OUT/<agent>/seed_<seed>/ from labels read from a
+    results table: one that is a path (../../x, /abs) is refused in one line, nothing written."""
+    pytest.importorskip("bsuite")
+    from rvfx.envs.bsuite import PREFIX, ROWS
+    row = {"experiment": "e", "run_id": "0123456789abcdef", "seed": 0, "env.id": "deep_sea/0", ROWS: 1,
+           **{PREFIX + k: 1 for k in ("steps", "episode", "total_return", "episode_len", "episode_return")}}
+    outside = tmp_path / "outside"
+    for label in ("../../outside", str(outside)):
+        results = tmp_path / "results"
+        (results / "e").mkdir(parents=True, exist_ok=True)
+        pd.DataFrame([{**row, "agent": label}]).to_csv(results / "e" / "episodes.csv", index=False)
+        out = tmp_path / "logs" / "bsuite"
+        done = subprocess.run([sys.executable, "-m", "rvfx.analysis.bsuite", str(results), "e", str(out)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines() == [f"error: {results / 'e'}: agent {label!r}: expected a name of letters, "
+                                            f"digits, '_', '.' and '-', not starting with '.' or '-', got "
+                                            f"{label!r}; nothing written to {out}"], done.stderr
+        assert not outside.exists() and not (tmp_path / "logs").exists()

@@ -168,3 +168,38 @@ def test_validate_loads_no_plotting_library(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     assert out.stdout.strip().endswith("False"), out.stdout + out.stderr
+
+
+def test_set_reaches_the_scale_override_and_goes_over_it(tmp_path):
+    """`--set scales.ci.KEY=V` changes the ci scale's override (deep-merged like one written in the
+    spec); the other --set keys apply after the merge, over it."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(BASE.replace("  ci: {}", "  ci: {seeds: 2}"))
+    assert len(load_spec(str(spec)).runs) == 2
+    assert len(load_spec(str(spec), sets=("scales.ci.seeds=5",)).runs) == 5
+    assert len(load_spec(str(spec), sets=("seeds=3", "scales.ci.seeds=5")).runs) == 3
+    runs = load_spec(str(spec), sets=("scales.ci.env={size: 6}",)).runs
+    assert runs[0].env == "deep_sea" and runs[0].env_params["size"] == 6
+    result = CliRunner().invoke(main, ["validate", str(spec), "--scale", "paper", "--set", "scales.ci.seeds=5"])
+    assert result.exit_code == 2
+    assert result.output.strip() == ("error: --set:?: scales.ci.seeds=5: sets the 'ci' scale's override, "
+                                     "but this is scale 'paper'")
+
+
+def test_names_of_100_characters_run_and_101_are_refused(tmp_path):
+    """An experiment name and an agent label become folder names: up to MAX_NAME (100) characters of
+    [A-Za-z0-9_.-] they run and write their tables; one more character is refused at validation."""
+    name, label = "e" * 100, "a.b-c_" + "d" * 94
+    spec = tmp_path / "s.yaml"
+    spec.write_text(BASE.replace("experiment: tiny", f"experiment: {name}").replace("  rlsvi:", f"  {label}:"))
+    result = CliRunner().invoke(main, ["run", str(spec), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / name / "runs.csv").read_text().count(f",{label},") == 1
+    for old, new, key in [(f"experiment: {name}", f"experiment: {name}e", "experiment"),
+                          (f"  {label}:", f"  {label}d:", f"agents.{label}d")]:
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(spec.read_text().replace(old, new))
+        result = CliRunner().invoke(main, ["validate", str(bad)])
+        assert result.exit_code == 2
+        assert result.output.strip() == f"error: {bad}:{1 if key == 'experiment' else 6}: {key}: " \
+            f"{'' if key == 'experiment' else 'agent label: '}a name of 101 characters, more than the 100 one may hold"

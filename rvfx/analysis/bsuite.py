@@ -20,6 +20,7 @@ import pandas as pd
 from bsuite import sweep
 
 from rvfx.envs.bsuite import PREFIX, ROWS
+from rvfx.experiment.params import name_problem
 from rvfx.experiment.results import load_spec_value, load_table, write_atomic_text
 
 NUM_EPISODES = sweep.EPISODES["deep_sea/0"]     # bsuite's deep_sea budget: 10,000 episodes
@@ -65,10 +66,16 @@ def log_file(bsuite_id: str) -> str:
 
 def write_bsuite_logs(results, experiment: str, out) -> list[Path]:
     """bsuite results folders OUT/<agent>/seed_<seed>/, one CSV per bsuite_id as bsuite's CSV logger
-    writes them (one bsuite run is one agent over the sweep)."""
+    writes them (one bsuite run is one agent over the sweep). An agent label that is no name (say
+    ../x, which would write outside OUT) raises ValueError before anything is written."""
+    logs = list(run_logs(results, experiment))
+    for _, agent, seed, _, _ in logs:          # labels read from a table: names, or nothing is written
+        problem = name_problem(agent) or (None if isinstance(seed, (int, np.integer)) else f"seed {seed!r}")
+        if problem:
+            raise ValueError(f"{Path(results) / experiment}: agent {agent!r}: {problem}; nothing written to {out}")
     paths = []
-    for _, agent, seed, bsuite_id, log in run_logs(results, experiment):
-        path = Path(out) / str(agent) / f"seed_{seed}" / log_file(bsuite_id)
+    for _, agent, seed, bsuite_id, log in logs:
+        path = Path(out) / agent / f"seed_{seed}" / log_file(bsuite_id)
         write_atomic_text(path, log.to_csv(index=False, lineterminator="\n"))
         paths.append(path)
     return paths
@@ -111,5 +118,10 @@ def score(df: pd.DataFrame, forgiveness: float = 100.0, num_episodes: int = NUM_
 if __name__ == "__main__":
     if len(sys.argv) != 4:
         sys.exit("usage: python -m rvfx.analysis.bsuite RESULTS EXPERIMENT OUT")
-    for written in write_bsuite_logs(*sys.argv[1:]):
-        print(written)
+    try:
+        written = write_bsuite_logs(*sys.argv[1:])
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    for path in written:
+        print(path)

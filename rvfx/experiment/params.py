@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 import typing
 from typing import Literal
 
@@ -31,6 +32,23 @@ class SpecError(Exception):
 def did_you_mean(word: str, options) -> str:
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+MAX_NAME = 100                  # characters in a name that becomes a file or folder name
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def name_problem(name) -> str | None:
+    """Why `name` (an experiment name, an agent label) cannot name a file or folder, or None: it
+    must be at most MAX_NAME of [A-Za-z0-9_.-], not starting with '.' or '-', so it stays one
+    path component (no '/', no '..') on every filesystem."""
+    if not isinstance(name, str):
+        return f"expected a name, got {name!r}"
+    if len(name) > MAX_NAME:
+        return f"a name of {len(name):,} characters, more than the {MAX_NAME} one may hold"
+    if not _NAME.fullmatch(name):
+        return f"expected a name of letters, digits, '_', '.' and '-', not starting with '.' or '-', got {name!r}"
+    return None
 
 
 def _check_bounds(value: float, meta: dict, fail, shown: str = "") -> None:
@@ -85,7 +103,7 @@ def _check_value(name: str, typ, value, meta: dict, path: str):
         if isinstance(value, str):       # syntax and names here; its value in check_expressions
             try:
                 evaluate(value, {n: 1.0 for n in meta.get("names", ())})
-            except (ZeroDivisionError, OverflowError):
+            except ArithmeticError:
                 pass
             except ValueError as err:
                 fail(str(err))
@@ -142,6 +160,8 @@ def check_expressions(obj, names: dict[str, float], path: str, paths: dict[str, 
             fail(f"division by zero{at}")
         except OverflowError:
             fail(f"too large for a float{at}")
+        except ArithmeticError as err:
+            fail(f"{err}{at}")
         _check_bounds(value, dict(f.metadata), fail, at)
         known[f.name] = value
 

@@ -23,7 +23,7 @@ import yaml
 from rvfx.agents import AGENTS
 from rvfx.envs import ENVS
 from rvfx.experiment import memory, yaml_lines
-from rvfx.experiment.params import SpecError, build, check_expressions, did_you_mean
+from rvfx.experiment.params import SpecError, build, check_expressions, did_you_mean, name_problem
 
 SCALES = ("ci", "paper")
 TOP_KEYS = {"experiment", "description", "figures", "env", "agents", "grid", "seeds", "first_seed",
@@ -195,7 +195,8 @@ def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bo
     for key in ("experiment", "env", "agents", "seeds", "episodes"):
         _expect(key in spec, key, "missing required key")
     name = spec["experiment"]
-    _expect(isinstance(name, str) and name.isidentifier(), "experiment", "expected a name like deepsea_tabular")
+    _expect(name_problem(name) is None, "experiment", str(name_problem(name)))
+    _expect(name.isidentifier(), "experiment", f"expected a name like deepsea_tabular, got {name!r}")
     figures = spec.get("figures", [])
     _expect(isinstance(figures, list) and all(isinstance(f, str) for f in figures), "figures",
             "expected a list of figure ids")
@@ -225,6 +226,7 @@ def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bo
     runs, count, seconds = [], 0, {}
     for label, agent in agents.items():
         ap = f"agents.{label}"
+        _expect(name_problem(label) is None, ap, f"agent label: {name_problem(label)}")
         _expect(isinstance(agent, dict) and "algorithm" in agent, ap, "expected a mapping with an 'algorithm'")
         algo = agent["algorithm"]
         _expect(algo in AGENTS, f"{ap}.algorithm", f"unknown algorithm{did_you_mean(str(algo), AGENTS)}")
@@ -314,36 +316,74 @@ def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = (), figure_i
     """
     data, lines = yaml_lines.load(path)
     try:
+        _expect(scale in SCALES, "", f"unknown scale {scale!r}; use one of {', '.join(SCALES)}")
+        sets = [_parse_set(item, scale) for item in sets]
         _expect(isinstance(data, dict), "", "a spec is a mapping")
         scales = data.get("scales", {})
         _expect(isinstance(scales, dict), "scales", "expected a mapping with 'ci' and 'paper'")
         _check_keys(scales, SCALES, "scales")
-        _expect(scale in SCALES, "", f"unknown scale {scale!r}; use one of {', '.join(SCALES)}")
         for s in SCALES:
             _expect(s in scales, "scales", f"missing the '{s}' scale")
+        for key, value in sets:                 # a scale's own override first, then the merge
+            if key.startswith("scales."):
+                _apply_set(data, key, value, lines)
+        for s in SCALES:
             _expect(isinstance(scales[s], dict), f"scales.{s}", "expected a mapping of overrides")
         merged = {k: v for k, v in data.items() if k != "scales"}
-        merged = _deep_merge(merged, scales[scale], lines, f"scales.{scale}")
-        for item in sets:
-            key, eq, text = item.partition("=")
-            if not eq or not key:
-                raise SpecError(item, "--set takes dotted.key=value", file="--set")
-            _set_dotted(merged, key, yaml_lines.parse_value(text))
-            lines[key] = None
+        merged = _deep_merge(merged, data["scales"][scale], lines, f"scales.{scale}")
+        for key, value in sets:
+            if not key.startswith("scales."):
+                _apply_set(merged, key, value, lines)
         return _validate_and_expand(merged, scale, figure_ids, allow_long)
     except SpecError as err:
         if err.file is None:
-            err.file = "--set" if err.path in lines and lines[err.path] is None else path
+            err.file = "--set" if _from_set(err.path, lines) else path
             err.line = None if err.file == "--set" else _line_of(err.path, lines)
         raise
 
 
+def _parse_set(item: str, scale: str) -> tuple[str, Any]:
+    """(dotted key, value) of one `--set KEY=VALUE`; a key with an empty part, or one that would set
+    no key of this run (all the scales, another scale's override), is refused naming `item`."""
+    key, eq, text = item.partition("=")
+    parts = key.split(".")
+    if not eq or not all(parts):
+        raise SpecError(item, "--set takes dotted.key=value (each part of the key a name)", file="--set")
+    if parts[0] == "scales":
+        if len(parts) == 1:
+            raise SpecError(item, f"--set cannot replace every scale; set a key of one, e.g. scales.{scale}.seeds=5",
+                            file="--set")
+        if parts[1] != scale:
+            raise SpecError(item, f"sets the {parts[1]!r} scale's override, but this is scale {scale!r}",
+                            file="--set")
+    try:
+        return key, yaml_lines.parse_value(text)
+    except SpecError as err:
+        raise SpecError(item, err.message, file="--set", line=err.line) from None
+
+
+def _apply_set(spec: dict, key: str, value: Any, lines: dict) -> None:
+    """Set `key` in `spec` and mark it and every key below it as set by --set (line None)."""
+    _set_dotted(spec, key, value)
+    for p in [p for p in lines if p.startswith(key + ".") or p.startswith(key + "[")]:
+        lines[p] = None
+    lines[key] = None
+
+
+def _from_set(path: str, lines: dict) -> bool:
+    """Whether the value at `path` (or the nearest key above it that has a line) came from --set."""
+    return next((lines[p] is None for p in _parents(path) if p in lines), False)
+
+
 def _line_of(path: str, lines: dict) -> int | None:
+    return next((lines[p] for p in _parents(path) if lines.get(p)), None)
+
+
+def _parents(path: str):
+    """`path` and the paths above it: agents.a.grid.v[1], agents.a.grid.v, agents.a.grid, ..."""
     while path:
-        if lines.get(path):
-            return lines[path]
-        path = path.rsplit(".", 1)[0] if "." in path else ""
-    return None
+        yield path
+        path = path[:path.rindex("[")] if path.endswith("]") and "[" in path else path.rpartition(".")[0]
 
 
 def resolved_yaml(exp: ExperimentSpec) -> str:
