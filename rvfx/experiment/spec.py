@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -62,9 +63,10 @@ class RunSpec:
         d["env_params"] = as_recorded(ENVS[self.env][1], d["env_params"])
         return d
 
-    @property
+    @functools.cached_property
     def run_id(self) -> str:
-        """Hash of the resolved run config: stable across machines, order and job count."""
+        """Hash of the resolved run config: stable across machines, order and job count; computed
+        once per RunSpec (a sweep names each run many times)."""
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
 
 
