@@ -205,8 +205,8 @@ def failure_row(out, run, problem: str) -> dict:
     or damaged (why)."""
     fail = experiment_dir(out, run.experiment) / "failed" / f"{run.run_id}.txt"
     status = "failed" if fail.exists() else "missing" if problem == "missing" else "damaged"
-    return {**identity_columns(run), "status": status,
-            "detail": str(fail) if fail.exists() else "" if status == "missing" else f"{shard_dir(out, run)}: {problem}"}
+    detail = str(fail) if fail.exists() else "" if status == "missing" else f"{shard_dir(out, run)}: {problem}"
+    return {**identity_columns(run), "status": status, "detail": detail}
 
 
 def shard_tables(out, runs) -> tuple[dict[str, pd.DataFrame], dict, list[dict]]:
