@@ -243,7 +243,8 @@ def test_a_pool_worker_killed_costs_its_run_one_retry_and_the_sweep_ends_as_an_u
     assert invoke("run", tiny_spec, "--out", tmp_path / "u").exit_code == 0
     for name in ("episodes.csv", "runs.csv", "spec.yaml"):              # timing.csv (seconds) differs
         assert (tmp_path / "k" / "tiny" / name).read_bytes() == (tmp_path / "u" / "tiny" / name).read_bytes(), name
-    assert not list((tmp_path / "k" / "tiny").glob("**/.*.tmp")) and not list((tmp_path / "k" / "tiny").glob("failed/*"))
+    folder = tmp_path / "k" / "tiny"
+    assert not list(folder.glob("**/.*.tmp")) and not list(folder.glob("failed/*"))
 
 
 def test_a_run_whose_worker_dies_on_each_try_is_recorded_failed_with_why_and_the_others_finish(tiny_spec, tmp_path,
