@@ -233,6 +233,9 @@ def test_a_pool_worker_killed_costs_its_run_one_retry_and_the_sweep_ends_as_an_u
     exp = load_spec(str(tiny_spec))
     victim = exp.runs[2]
     _kill_worker_running(monkeypatch, victim, tmp_path / "tried")
+    stray = tmp_path / "k" / "tiny" / "shards" / f".{victim.run_id}.x1y2.tmp"     # a shard cut off by a kill
+    stray.mkdir(parents=True)
+    (stray / "episodes.csv").write_text("experiment,run_id\n")
     res = invoke("run", tiny_spec, "--out", tmp_path / "k", "--jobs", 2)
     assert res.exit_code == 0, res.output
     assert (tmp_path / "tried").exists()
