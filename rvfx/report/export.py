@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rvfx.experiment.results import FILE_MODE, TABLES, experiment_dir, load_spec_value, load_table
+from rvfx.experiment.results import FILE_MODE, TABLES, DamagedTable, experiment_dir, load_spec_value, load_table
 from rvfx.figures import FIGURES
 from rvfx.report.registry import RegistryError
 from rvfx.report.tables import experiment_table
@@ -68,6 +68,8 @@ def _write_file(path: Path, data: bytes, named: Path) -> None:
     try:
         with open(path, "xb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())                        # on disk before the rename that publishes it
         os.chmod(path, FILE_MODE)
     except OSError as err:
         raise OSError(err.errno, f"{err.strerror or err} (nothing changed: the folder is as it was)",
@@ -80,7 +82,16 @@ def _switch(new: Path, dst: Path) -> None:
     if dst.exists():
         os.rename(dst, _aside(dst, "old"))
     os.rename(new, dst)
+    _fsync_dir(dst.parent)                              # the renames too, before the old goes
     shutil.rmtree(_aside(dst, "old"), ignore_errors=True)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def repair(dst: Path) -> str | None:
@@ -132,7 +143,11 @@ def export_tables(registry: dict, results: Path, out: Path, scale: str | None = 
         frames[exp] = {name: experiment_table(results, exp, name) for name in names}
         if (dst / "runs.csv").exists() and (dst / "spec.yaml").exists() \
                 and (dst / "spec.yaml").read_bytes() == (src / "spec.yaml").read_bytes():
-            lost = set(load_table(out, exp, "runs")["run_id"]) - set(frames[exp]["runs"]["run_id"])
+            try:
+                lost = set(load_table(out, exp, "runs")["run_id"]) - set(frames[exp]["runs"]["run_id"])
+            except DamagedTable as err:
+                raise RegistryError(f"{str(err).split(' (')[0]}: its sha256 differs from tables.json beside it; "
+                                    f"restore it (git checkout) or move {dst} aside; nothing exported") from None
             if lost:
                 raise RegistryError(f"{dst} records {len(lost)} run(s) of this spec that {src} lacks; nothing "
                                     f"exported (update a record with `rvfx run configs/{exp}.yaml --record {out}`)")

@@ -151,12 +151,12 @@ class Recorder:
         self.old = {n: load_table(record, exp.name, n) for n in self.names} if _complete(registry, record, exp) else {}
         held = set(self.old["runs"]["run_id"]) if self.old else set()
         self.pending = [r for r in exp.runs if r.run_id not in held and is_done(results, r)]
-        self.due = 0.0
+        self.runs, self.due = {r.run_id: r for r in exp.runs}, 0.0
 
     def heard(self, outcome) -> None:
         """A run's Outcome (runner.run_sweep's on_outcome): a finished one is merged, when due."""
         if outcome.ok:
-            self.pending += [r for r in self.exp.runs if r.run_id == outcome.run_id]
+            self.pending.append(self.runs[outcome.run_id])
             if time.monotonic() >= self.due:
                 self.merge()
 
@@ -166,18 +166,22 @@ class Recorder:
             return
         start = time.monotonic()
         new, made_by = self._tables(self.pending)
+        self.pending = []
+        if not new:                                   # no shard verifies any more: nothing to merge
+            return
         ids = set(new["runs"]["run_id"]) | (set(self.old["runs"]["run_id"]) if self.old else set())
         failures = [failure_row(self.results, r, shard_problem(self.results, r)) for r in self.exp.runs
                     if r.run_id not in ids]
         self.old = _write_merged(self.record, self.exp, self.old, new, made_by,
                                  pd.DataFrame(failures) if failures else None)
-        self.pending = []
         self.due = time.monotonic() + SPACING * (time.monotonic() - start)
 
     def _tables(self, runs) -> tuple[dict[str, pd.DataFrame], dict]:
         """The kept tables of `runs` alone, as experiment_table reads (or derives) them from a results
         folder holding those runs only, and what made each run."""
         tables, made_by, _ = shard_tables(self.results, runs)
+        if "runs" not in tables:
+            return {}, {}
         with tempfile.TemporaryDirectory() as tmp:
             d = experiment_dir(tmp, self.exp.name)
             d.mkdir()
