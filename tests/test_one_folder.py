@@ -1,5 +1,8 @@
 """What may share a results folder: one spec's sweep per experiment folder (or that sweep grown),
 and never an export onto the results it reads."""
+import hashlib
+import json
+
 from cli_helpers import invoke
 
 
@@ -41,3 +44,18 @@ def test_a_second_spec_of_the_same_experiment_is_refused_naming_both_unless_it_g
     assert (out / "tiny" / "runs.csv").read_text().startswith(before["runs.csv"].decode().splitlines()[0])
     assert len((out / "tiny" / "runs.csv").read_text().splitlines()) == 13
     assert invoke("run", grown, "--out", out).exit_code == 0                # the same spec again
+
+
+def test_a_manifest_naming_a_file_outside_its_shard_is_not_read_and_its_run_reruns(tiny_spec, tmp_path):
+    out = tmp_path / "r"
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    secret = out / "tiny" / "secret.csv"
+    secret.write_text("experiment,run_id\nsecret,secret\n")
+    shard = sorted((out / "tiny" / "shards").iterdir())[0]
+    manifest = json.loads((shard / "manifest.json").read_text())
+    manifest["files"]["../../secret.csv"] = {"rows": 1, "sha256": hashlib.sha256(secret.read_bytes()).hexdigest()}
+    (shard / "manifest.json").write_text(json.dumps(manifest))
+    res = invoke("run", tiny_spec, "--out", out)
+    assert res.exit_code == 0 and "8 runs, 7 done, 1 to run" in res.output
+    assert f"rerunning {shard.name}: manifest.json lists '../../secret.csv', not a file of the shard" in res.output
+    assert "secret" not in "".join(p.read_text() for p in (out / "tiny").glob("*.csv") if p != secret)

@@ -80,30 +80,35 @@ def shard_problem(out, run) -> str | None:
 
 def verified_shard(out, run) -> tuple[str | None, dict, dict[str, bytes]]:
     """(problem, manifest, files): shard_problem's answer, and when it is None the manifest and the
-    bytes of each file it lists, read once: checked, then parsed from these very bytes."""
-    d = shard_dir(out, run)
-    if not d.is_dir():
-        return "missing", {}, {}
+    bytes of each file it lists, read once: checked, then parsed from these very bytes. (Plain
+    os.path strings: collect asks this of thousands of shards.)"""
+    d = os.path.join(out, run.experiment, "shards", run.run_id)
     try:
-        manifest = json.loads((d / MANIFEST).read_text(encoding="utf-8"))
+        with open(os.path.join(d, MANIFEST), "rb") as f:
+            manifest = json.loads(f.read().decode("utf-8"))
         files = manifest["files"]
         if manifest["format"] != SHARD_FORMAT:
             return f"shard format {manifest['format']!r}, this rvfx writes {SHARD_FORMAT}", {}, {}
         if manifest["run_id"] != run.run_id:
             return f"{MANIFEST} names run {manifest['run_id']!r}", {}, {}
-        if manifest["settings"] != json.loads(json.dumps(run.settings)):
+        if manifest["settings"] != run.settings and manifest["settings"] != json.loads(json.dumps(run.settings)):
             return "made under other settings (a default changed): " + _settings_diff(manifest["settings"],
                                                                                        run.settings), {}, {}
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        if not os.path.isdir(d):
+            return "missing", {}, {}
         return f"no {MANIFEST} (unfinished, or made by an older rvfx)", {}, {}
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
         return f"{MANIFEST} unreadable ({type(err).__name__})", {}, {}
     data = {}
     for name, meta in files.items():
-        path = d / name
-        if not path.is_file():
+        if not isinstance(name, str) or "/" in name or name.startswith(".") or not isinstance(meta, dict):
+            return f"{MANIFEST} lists {name!r}, not a file of the shard", {}, {}
+        try:
+            with open(os.path.join(d, name), "rb") as f:
+                data[name] = f.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return f"{name} missing", {}, {}
-        data[name] = path.read_bytes()
         if hashlib.sha256(data[name]).hexdigest() != meta.get("sha256"):
             return f"{name}: checksum differs from {MANIFEST} (damaged or edited)", {}, {}
     return None, manifest, data
