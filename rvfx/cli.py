@@ -104,6 +104,10 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_
     from rvfx.experiment.runner import run_sweep
     from rvfx.experiment.spec import resolved_yaml
     exp = _load(spec, scale, sets, allow_long)
+    from rvfx.experiment.runner import other_sweep
+    refused = other_sweep(out, exp, spec)
+    if refused:
+        _fail(refused, 2)
     keep, recorded = (_recorder(exp, out, record_dir, claims_path) if record_dir else (None, set()))
     problems = {r.run_id: results.shard_problem(out, r) for r in exp.runs if r.run_id not in recorded}
     done = sum(p is None for p in problems.values())
@@ -124,18 +128,20 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_
     from rvfx.experiment.runner import Interrupted, SweepBusy
     try:
         outcomes = run_sweep([r for r in exp.runs if r.run_id not in recorded], out, jobs=jobs, dask=dask_address,
-                             on_outcome=keep)
+                             on_outcome=keep and keep.heard)
     except DaskAddressError as err:
         _fail(str(err), 2)
     except SweepBusy as err:
         _fail(str(err), 1)
     except Interrupted as err:
+        if keep is not None:
+            keep.merge()
         click.echo(f"{err}; to resume, rerun the same command (finished runs are skipped): "
                    f"{shlex.join(['rvfx', *sys.argv[1:]])}", err=True)
         sys.exit(130)
     results.collect(out, exp.runs, resolved_yaml(exp))
     if keep is not None:
-        keep()
+        keep.finish()
     failed = [o for o in outcomes if not o.ok]
     click.echo(f"{exp.name}: {len(outcomes) - len(failed)} run(s) finished, {len(failed)} failed; "
                f"tables in {Path(out) / exp.name}")
@@ -147,16 +153,15 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_
 
 
 def _recorder(exp, out: str, record_dir: str, claims_path: str):
-    """(keep, recorded): the run ids of `exp` its record in RECORD_DIR holds, and `keep(outcome)`,
-    which collects OUT and merges the finished runs into that record (`update_record`); a record
-    or registry that cannot be used ends here, before anything runs."""
-    from rvfx.experiment import results
-    from rvfx.experiment.spec import resolved_yaml
-    from rvfx.report.record import RecordError, lacking, recorded, update_record
+    """(recorder, recorded): a Recorder that merges the finished runs into the record in RECORD_DIR
+    as they come, and the run ids of `exp` that record holds; a record or registry that cannot be
+    used ends here, before anything runs."""
+    from rvfx.report.record import Recorder, RecordError, lacking, recorded
     from rvfx.report.registry import RegistryError, load_registry
     try:
         registry = load_registry(claims_path)
         ids, strays = recorded(registry, Path(record_dir), exp)
+        recorder = Recorder(registry, Path(out), Path(record_dir), exp)
     except (RecordError, RegistryError) as err:
         _fail(str(err), 2)
     except _unreadable_tables() as err:
@@ -169,18 +174,7 @@ def _recorder(exp, out: str, record_dir: str, claims_path: str):
     if new_tables:
         click.echo(f"{Path(record_dir) / exp.name} lacks {', '.join(n + '.csv' for n in new_tables)} (kept since it "
                    f"was recorded): its runs are taken from {Path(out) / exp.name} or rerun", err=True)
-
-    def keep(outcome=None) -> None:
-        """After a finished run (collecting first), or once the sweep has collected (no outcome)."""
-        if outcome is not None:
-            if not outcome.ok:
-                return
-            results.collect(out, exp.runs, resolved_yaml(exp))
-        try:
-            update_record(registry, Path(out), Path(record_dir), exp)
-        except RecordError as err:
-            _fail(str(err), 2)
-    return keep, ids
+    return recorder, ids
 
 
 @main.command()

@@ -1,5 +1,6 @@
 """Sweeps as processes: one sweep per folder, workers that die with the driver, Ctrl-C that
 stops and says how to resume, `--jobs` capped at the runs left, progress counted in episodes."""
+import os
 import re
 import signal
 import subprocess
@@ -211,3 +212,54 @@ runner.execute(load_spec({str(tmp_path / 'spec.yaml')!r}).runs[0])
                          {"OPENBLAS_CORETYPE": "Prescott"})
     assert re.search(r"OpenBLAS runs \w+ kernels, not Haswell", other.stderr)
     assert "OpenBLAS runs" not in blas_kernels("import rvfx, numpy\n" + run, {}).stderr
+
+
+def _kill_worker_running(monkeypatch, victim, marker: Path | None) -> None:
+    """The pool worker that starts `victim` SIGKILLs itself: on the first try only when `marker`
+    is given (the file says it has been tried), else on every try. Forked workers inherit this."""
+    real = runner.execute
+
+    def execute(run):
+        if run.run_id == victim.run_id and (marker is None or not marker.exists()):
+            if marker is not None:
+                marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(run)
+    monkeypatch.setattr(runner, "execute", execute)
+
+
+def test_a_pool_worker_killed_costs_its_run_one_retry_and_the_sweep_ends_as_an_undisturbed_one(tiny_spec, tmp_path,
+                                                                                              monkeypatch):
+    exp = load_spec(str(tiny_spec))
+    victim = exp.runs[2]
+    _kill_worker_running(monkeypatch, victim, tmp_path / "tried")
+    stray = tmp_path / "k" / "tiny" / "shards" / f".{victim.run_id}.x1y2.tmp"     # a shard cut off by a kill
+    stray.mkdir(parents=True)
+    (stray / "episodes.csv").write_text("experiment,run_id\n")
+    res = invoke("run", tiny_spec, "--out", tmp_path / "k", "--jobs", 2)
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "tried").exists()
+    retried = [line for line in res.output.splitlines() if "retrying the run" in line]
+    assert retried == [f"{victim.run_id}: its worker died (killed by SIGKILL); retrying the run (1 of 1 retries)"]
+    assert "8 run(s) finished, 0 failed" in res.output
+    monkeypatch.undo()
+    assert invoke("run", tiny_spec, "--out", tmp_path / "u").exit_code == 0
+    for name in ("episodes.csv", "runs.csv", "spec.yaml"):              # timing.csv (seconds) differs
+        assert (tmp_path / "k" / "tiny" / name).read_bytes() == (tmp_path / "u" / "tiny" / name).read_bytes(), name
+    folder = tmp_path / "k" / "tiny"
+    assert not list(folder.glob("**/.*.tmp")) and not list(folder.glob("failed/*"))
+
+
+def test_a_run_whose_worker_dies_on_each_try_is_recorded_failed_with_why_and_the_others_finish(tiny_spec, tmp_path,
+                                                                                              monkeypatch):
+    exp = load_spec(str(tiny_spec))
+    victim = exp.runs[5]
+    _kill_worker_running(monkeypatch, victim, None)
+    res = invoke("run", tiny_spec, "--out", tmp_path / "k", "--jobs", 2)
+    assert res.exit_code == 1
+    assert "7 run(s) finished, 1 failed" in res.output
+    assert sum("retrying the run" in line for line in res.output.splitlines()) == 1
+    assert f"  {victim.run_id}: its worker died (killed by SIGKILL) on each of its 2 tries" in res.output
+    failed = (tmp_path / "k" / "tiny" / "failed" / f"{victim.run_id}.txt").read_text()
+    assert "the run's worker died (killed by SIGKILL) on each of its 2 tries" in failed
+    assert [r for r in exp.runs if not results.is_done(tmp_path / "k", r)] == [victim]

@@ -1,14 +1,19 @@
 """`rvfx run --record DIR`: a sweep cut off, whose results folder is then lost with the machine,
 resumes from its committed record without redoing a recorded run, and the record it ends with is
 byte for byte the export of one uninterrupted sweep."""
+import errno
 import hashlib
 import json
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 from cli_helpers import CONFIGS, invoke
 
 import rvfx.experiment.runner as runner
+import rvfx.report.export as export
+import rvfx.report.record as record_module
 
 SPEC = CONFIGS / "deepsea_tabular_scaling.yaml"
 SETS = ["--set", "seeds=2", "--set", "episodes=3000", "--set", "grid={env.size: [3, 4, 5]}"]   # 24 runs
@@ -143,3 +148,93 @@ def test_a_number_like_run_id_is_recorded_as_itself_and_a_record_misnaming_it_is
     assert [p.name for p in (tmp_path / "new" / EXP / "shards").iterdir()] == [NUMBER_LIKE_ID]
     assert {n: (record / n).read_bytes() for n in good if n != "provenance.json"} == \
         {n: b for n, b in good.items() if n != "provenance.json"}
+
+
+TWO_RUNS = ["--set", "seeds=1", "--set", "grid={env.treasure: [true]}"]     # tiny_spec's rlsvi and psrl
+
+
+def _record_files(folder) -> dict:
+    """A record folder's files by name, provenance.json as what made each run (the rest of it names
+    the machine and the moment)."""
+    files = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    files["provenance.json"] = json.loads(files["provenance.json"])["runs"]
+    return files
+
+
+def _killed_at(k: int, spec, out, record) -> int:
+    """Exit status of `rvfx run SPEC --record RECORD` in a forked child that os._exit(9)s as the
+    record is updated, just before its k-th step: a file written, a folder renamed or removed.
+    Every finished run is merged at once (SPACING 0), so the kill lands in every kind of merge."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            calls = []
+
+            def step(real):
+                def killed(*args, **kwargs):
+                    calls.append(real)
+                    if len(calls) == k:
+                        os._exit(9)
+                    return real(*args, **kwargs)
+                return killed
+            record_module.SPACING = 0.0
+            export._write_file = step(export._write_file)
+            export.os.rename = step(os.rename)
+            export.shutil.rmtree = step(shutil.rmtree)
+            res = invoke("run", spec, *TWO_RUNS, "--out", out, "--record", record)
+            os._exit(res.exit_code)
+        finally:
+            os._exit(3)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def test_a_record_update_killed_at_any_of_its_steps_is_repaired_and_ends_as_an_uninterrupted_one(tiny_spec, tmp_path):
+    whole = invoke("run", tiny_spec, *TWO_RUNS, "--out", tmp_path / "whole", "--record", tmp_path / "ref")
+    assert whole.exit_code == 0, whole.output
+    reference = _record_files(tmp_path / "ref" / "tiny")
+    k = repaired = 0
+    while True:
+        k += 1
+        out, record = tmp_path / f"out{k}", tmp_path / f"rec{k}"
+        status = _killed_at(k, tiny_spec, out, record)
+        if status == 0:                                 # no step left to kill at: every one was tried
+            break
+        assert status == 9 and k < 40
+        cut = record.exists() and any(p.name.startswith(".") for p in record.iterdir())
+        resumed = invoke("run", tiny_spec, *TWO_RUNS, "--out", out, "--record", record)
+        assert resumed.exit_code == 0, resumed.output
+        said = [line for line in resumed.output.splitlines() if "an update cut short" in line]
+        assert len(said) == cut and all(line.startswith(f"{record / 'tiny'}: ") for line in said), k
+        repaired += cut
+        assert _record_files(record / "tiny") == reference, k
+        assert sorted(p.name for p in record.iterdir()) == ["tiny"], k      # nothing left beside it
+        shutil.rmtree(out)
+        shutil.rmtree(record)
+    assert k > 20 and repaired > 10   # 3 updates: the first (no old record), one after each run, the sweep's
+
+
+def test_a_full_disk_as_the_record_updates_names_the_file_and_leaves_the_record_as_it_was(tiny_spec, tmp_path,
+                                                                                          monkeypatch):
+    record = tmp_path / "paper"
+    first = invoke("run", tiny_spec, *TWO_RUNS, "--out", tmp_path / "r", "--record", record)
+    assert first.exit_code == 0
+    before = _record_files(record / "tiny")
+    real = open
+
+    def full_disk(path, mode="r", *args, **kwargs):
+        f = real(path, mode, *args, **kwargs)
+        if "x" in mode and Path(path).name == "spec.yaml":
+            f.close()
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return f
+    monkeypatch.setattr(export, "open", full_disk, raising=False)
+    shutil.rmtree(tmp_path / "r" / "tiny" / "shards" / sorted(os.listdir(tmp_path / "r" / "tiny" / "shards"))[0])
+    res = invoke("run", tiny_spec, *TWO_RUNS, "--out", tmp_path / "r", "--record", record)
+    assert res.exit_code == 1
+    assert res.output.splitlines()[-1] == (f"error: {record / 'tiny' / 'spec.yaml'}: No space left on device "
+                                           f"(nothing changed: the folder is as it was)")
+    assert _record_files(record / "tiny") == before and sorted(os.listdir(record)) == ["tiny"]
+    monkeypatch.undo()
+    again = invoke("run", tiny_spec, *TWO_RUNS, "--out", tmp_path / "r", "--record", record)
+    assert again.exit_code == 0 and "2 recorded" in again.output
+    assert _record_files(record / "tiny") == before

@@ -7,6 +7,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -17,6 +18,7 @@ import traceback
 import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -33,9 +35,11 @@ from rvfx.experiment import results
 from rvfx.experiment.checkpoint import Checkpoint
 from rvfx.experiment.executors import ExecutorPool, LocalPool, Progress, Stopped, dask_pool
 from rvfx.experiment.plugins import load_plugins
+from rvfx.experiment.spec import resolved_yaml
 
 LOG_EVERY = 60.0   # seconds between progress lines when stderr is not a terminal (a log)
 POLL = 0.5         # seconds between the driver's looks at running runs
+RETRIES = 1        # times a run whose pool worker died is run again before it is recorded failed
 
 # `live`'s on_episode for the run executing in this context (progress and stop), and the run's
 # Checkpoint; set by run_and_store, so `execute(run)` keeps the one-argument form that tests wrap.
@@ -128,6 +132,30 @@ def run_and_store(run, out: str, progress: Progress | None = None) -> Outcome:
     results.write_shard(out, run, metrics["episodes"], summary, ckpt.elapsed(), metrics["tables"])
     ckpt.remove()
     return Outcome(run.run_id, True)
+
+
+def other_sweep(out, exp, spec_path) -> str | None:
+    """Why the sweep of `exp` (from `spec_path`) must not go into OUT/<experiment>, or None. The
+    folder may hold the sweep of another spec of the same name (its spec.yaml differs): that is
+    refused, since collecting this one would replace the other's runs.csv and spec.yaml, unless
+    this spec holds every run the other one did (runs.csv and failures.csv name them all): then it
+    is that sweep grown, and resuming it loses nothing."""
+    d = results.experiment_dir(out, exp.name)
+    saved = d / "spec.yaml"
+    if not saved.is_file() or saved.read_bytes() == resolved_yaml(exp).encode():
+        return None
+    try:
+        before = set().union(*(results.read_table(d / n)["run_id"] for n in ("runs.csv", "failures.csv")
+                               if (d / n).exists()))
+    except (OSError, ValueError, KeyError) as err:
+        return f"{d} holds the tables of another spec named {exp.name} ({saved}), unreadable ({type(err).__name__}); " \
+               f"use another --out, or move {d} aside"
+    lacks = len(before - {r.run_id for r in exp.runs})
+    if not lacks:
+        return None
+    return (f"{d} holds the sweep of another spec named {exp.name} ({saved}); {spec_path} lacks {lacks} of its "
+            f"{len(before)} runs, so collecting it would replace that sweep's tables: use another --out, "
+            f"or move {d} aside")
 
 
 class SweepBusy(Exception):
@@ -237,6 +265,7 @@ def run_sweep(runs, out: str, jobs: int = 1, executor: Executor | None = None,
             # seed by seed (spec order within a seed): an interrupted sweep has seen every cell first
             pending = sorted((r for r in runs if not results.is_done(out, r)), key=lambda r: r.seed)
             if pending:
+                _clean_strays(out, runs[0].experiment)
                 _run_pending(pending, out, outcomes, jobs, executor, dask, on_outcome)
     except KeyboardInterrupt:
         kept = sum(results.is_done(out, r) for r in pending)   # some may have finished unreported
@@ -266,9 +295,12 @@ def _run_pending(pending, out: str, outcomes: list, jobs: int, executor, dask, o
                 else LocalPool(min(jobs, len(pending))))
         try:
             with _deferred_sigint() as interrupted:
-                futures = {pool.submit(run_and_store, run, out): run for run in pending}
+                futures, tries = {pool.submit(run_and_store, run, out): run for run in pending}, {}
                 while futures and not interrupted.is_set():
                     finished, _ = wait(futures, timeout=POLL, return_when=FIRST_COMPLETED)
+                    if pool.rebuilds and any(_broken(f) for f in finished):
+                        futures = _after_break(pool, futures, out, tries, arrived)
+                        continue
                     for future in finished:
                         arrived(_outcome(future, futures.pop(future), out))
                     progress.update(pool.live())
@@ -279,6 +311,49 @@ def _run_pending(pending, out: str, outcomes: list, jobs: int, executor, dask, o
             pool.close()
     finally:
         progress.close()
+
+
+def _broken(future) -> bool:
+    return not future.cancelled() and isinstance(future.exception(), BrokenProcessPool)
+
+
+def _after_break(pool, futures: dict, out: str, tries: dict, arrived) -> dict:
+    """A pool worker died (SIGKILL, the OOM killer, a crash), which fails every run of the pool:
+    the run it held costs one retry (a second loss records it failed, with how its worker
+    ended), the others go on, unpenalised, in a fresh pool. Returns the futures to wait on."""
+    wait(futures)                                     # the broken pool fails all its runs at once
+    lost = pool.lost()
+    pool.rebuild()
+    _clean_strays(out, next(iter(futures.values())).experiment)
+    again = {}
+    for future, run in futures.items():
+        if not _broken(future):
+            arrived(_outcome(future, run, out))
+        elif results.is_done(out, run):               # its shard was written before the pool broke
+            arrived(Outcome(run.run_id, True))
+        elif run.run_id in lost and tries.get(run.run_id, 0) >= RETRIES:
+            path = results.write_failure(out, run, f"the run's worker died ({lost[run.run_id]}) on each of its "
+                                                   f"{RETRIES + 1} tries")
+            arrived(Outcome(run.run_id, False, f"its worker died ({lost[run.run_id]}) on each of its "
+                                               f"{RETRIES + 1} tries: {path}"))
+        else:
+            if run.run_id in lost:
+                tries[run.run_id] = tries.get(run.run_id, 0) + 1
+                print(f"{run.run_id}: its worker died ({lost[run.run_id]}); retrying the run "
+                      f"({tries[run.run_id]} of {RETRIES} retries)", file=sys.stderr, flush=True)
+            again[pool.submit(run_and_store, run, out)] = run
+    return again
+
+
+def _clean_strays(out: str, experiment: str) -> None:
+    """Remove what a writer killed midway left in the shards and failed folders (.NAME.*.tmp, and
+    .NAME.PID.old of a shard being replaced); called under the sweep's lock, so no live writer's."""
+    d = results.experiment_dir(out, experiment)
+    for stray in [*d.glob("shards/.*.tmp"), *d.glob("shards/.*.old"), *d.glob("failed/.*.tmp")]:
+        if stray.is_dir() and not stray.is_symlink():
+            shutil.rmtree(stray, ignore_errors=True)
+        else:
+            stray.unlink(missing_ok=True)
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -56,17 +57,16 @@ class RunSpec:
     def identity(self) -> dict:
         """What names the run (its id and agent seed): everything but the grid labels and settings,
         each parameter value in the spelling it had when results were first made (`as_recorded`)."""
-        d = dataclasses.asdict(self)
-        d.pop("swept")
-        d.pop("settings")
-        d.pop("plugins")
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+             if f.name not in ("swept", "settings", "plugins")}
         d["agent_params"] = as_recorded(AGENTS[self.algorithm].params, d["agent_params"])
         d["env_params"] = as_recorded(ENVS[self.env][1], d["env_params"])
         return d
 
-    @property
+    @functools.cached_property
     def run_id(self) -> str:
-        """Hash of the resolved run config: stable across machines, order and job count."""
+        """Hash of the resolved run config: stable across machines, order and job count; computed
+        once per RunSpec (a sweep names each run many times)."""
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -270,12 +270,13 @@ def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bo
             agent_obj = build(params_cls, agent_p, ap, paths["agent"])
             seconds[label] = seconds.get(label, 0.0) + n_seeds * _check_run(
                 algo, agent_obj, env["name"], env_obj, n_episodes, log, ap, lambda k: where(k, combo), paths["agent"])
+            # one set of (read-only) dicts shared by the cell's seeds: a sweep may hold 100,000 runs
+            cell = (_identity_params(agent_obj), _identity_params(env_obj), {k: v for k, (_, v) in zip(keys, combo)},
+                    {"agent": as_recorded(params_cls, dataclasses.asdict(agent_obj)),
+                     "env": as_recorded(env_cls, dataclasses.asdict(env_obj))})
             for seed in range(first_seed, first_seed + n_seeds):
-                runs.append(RunSpec(name, label, algo, _identity_params(agent_obj), env["name"],
-                                    _identity_params(env_obj), seed, n_episodes, stop, log,
-                                    {k: v for k, (_, v) in zip(keys, combo)},
-                                    {"agent": as_recorded(params_cls, dataclasses.asdict(agent_obj)),
-                                     "env": as_recorded(env_cls, dataclasses.asdict(env_obj))}))
+                runs.append(RunSpec(name, label, algo, cell[0], env["name"], cell[1], seed, n_episodes, stop, log,
+                                    cell[2], cell[3]))
     total = sum(seconds.values())
     if total > LONG_SECONDS and not allow_long:
         label = max(seconds, key=seconds.get)

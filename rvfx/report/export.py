@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import sys
 from pathlib import Path
 
 import pandas as pd
 
-from rvfx.experiment.results import TABLES, experiment_dir, load_spec_value, load_table, write_atomic_text
+from rvfx.experiment.results import FILE_MODE, TABLES, DamagedTable, experiment_dir, load_spec_value, load_table
 from rvfx.figures import FIGURES
 from rvfx.report.registry import RegistryError
 from rvfx.report.tables import experiment_table
@@ -28,22 +31,92 @@ def kept_tables(registry: dict) -> dict[str, set]:
     return needs
 
 
-def write_tables(dst: Path, frames: dict[str, pd.DataFrame], extras: dict[str, str]) -> None:
-    """Write `frames` as <name>.csv and the `extras` texts into `dst`, drop any other CSV or extra,
-    and record each CSV's sha256 in tables.json (written last)."""
-    dst.mkdir(parents=True, exist_ok=True)
+def write_tables(dst: Path, frames: dict[str, pd.DataFrame], extras: dict[str, str]) -> dict[str, str]:
+    """Make `dst` hold `frames` as <name>.csv, the `extras` texts and tables.json (each CSV's sha256),
+    and no other CSV or extra, as one unit: the new folder is built beside the old (.NAME.new) and
+    switched in by renames (`_switch`), so an interruption at any point leaves the old folder or the
+    new one, and `repair` finishes or undoes it on the next look. Other files of `dst` are kept.
+    Returns the texts written, by file name."""
     texts = {f"{name}.csv": df.to_csv(index=False, lineterminator="\n") for name, df in sorted(frames.items())}
     texts.update(extras)
-    for extra in set(EXTRAS) - set(texts):
-        (dst / extra).unlink(missing_ok=True)
-    checksums = {}
-    for name, text in texts.items():
-        write_atomic_text(dst / name, text)
-        if name.endswith(".csv"):
-            checksums[name] = hashlib.sha256(text.encode()).hexdigest()
-    for stale in set(dst.glob("*.csv")) - {dst / n for n in checksums}:
-        stale.unlink()
-    write_atomic_text(dst / TABLES, json.dumps(checksums, indent=1, sort_keys=True) + "\n")
+    checksums = {n: hashlib.sha256(t.encode()).hexdigest() for n, t in texts.items() if n.endswith(".csv")}
+    texts[TABLES] = json.dumps(checksums, indent=1, sort_keys=True) + "\n"
+    repair(dst)
+    new = _aside(dst, "new")
+    try:
+        new.mkdir(parents=True)
+        for kept in sorted(dst.iterdir()) if dst.is_dir() else ():
+            if kept.suffix != ".csv" and kept.name not in (*EXTRAS, TABLES):
+                (shutil.copytree if kept.is_dir() and not kept.is_symlink() else shutil.copy2)(kept, new / kept.name)
+        for name, text in texts.items():                # tables.json last
+            _write_file(new / name, text.encode("utf-8"), dst / name)
+        _switch(new, dst)
+    except BaseException:
+        if not _aside(dst, "old").exists():             # killed before the old folder moved: undo
+            shutil.rmtree(new, ignore_errors=True)
+        raise
+    return texts
+
+
+def _aside(dst: Path, role: str) -> Path:
+    """Where write_tables builds the new folder (role "new") and parks the old one ("old")."""
+    return dst.with_name(f".{dst.name}.{role}")
+
+
+def _write_file(path: Path, data: bytes, named: Path) -> None:
+    """Write `data` to `path`, an OSError naming `named` (the file it becomes) and what failed."""
+    try:
+        with open(path, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())                        # on disk before the rename that publishes it
+        os.chmod(path, FILE_MODE)
+    except OSError as err:
+        raise OSError(err.errno, f"{err.strerror or err} (nothing changed: the folder is as it was)",
+                      str(named)) from err
+
+
+def _switch(new: Path, dst: Path) -> None:
+    """Put the finished folder `new` in the place of `dst`: park the old one as .NAME.old, rename
+    `new` into place, remove the old. Each rename is atomic; `repair` knows each state between."""
+    if dst.exists():
+        os.rename(dst, _aside(dst, "old"))
+    os.rename(new, dst)
+    _fsync_dir(dst.parent)                              # the renames too, before the old goes
+    shutil.rmtree(_aside(dst, "old"), ignore_errors=True)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def repair(dst: Path) -> str | None:
+    """Finish or undo a write_tables cut short (a kill, a full disk, a lost machine) and say which
+    on stderr: with the old folder parked, the new one was complete, so it goes in; a new one
+    found beside the old (still in place) was not, so it goes. None when there was nothing to do."""
+    new, old = _aside(dst, "new"), _aside(dst, "old")
+    if not new.exists() and not old.exists():
+        return None
+    if old.exists() and not dst.exists():
+        if new.exists():
+            os.rename(new, dst)
+            said = f"{dst}: finished an update cut short (its new tables were complete)"
+        else:
+            os.rename(old, dst)
+            said = f"{dst}: undid an update cut short (its old tables restored)"
+    elif old.exists():
+        said = f"{dst}: finished an update cut short (removed its old tables)"
+    else:
+        said = f"{dst}: undid an update cut short (removed its unfinished new tables)"
+    for leftover in (new, old):
+        if leftover.exists():
+            shutil.rmtree(leftover)
+    print(said, file=sys.stderr, flush=True)
+    return said
 
 
 def export_tables(registry: dict, results: Path, out: Path, scale: str | None = None) -> list[Path]:
@@ -55,18 +128,26 @@ def export_tables(registry: dict, results: Path, out: Path, scale: str | None = 
     Nothing is copied (RegistryError naming the first culprit) when, with `scale`, an experiment
     was run at another scale (its spec.yaml says), or when `out` records runs of the same spec that
     `results` lacks (a sweep resumed with `rvfx run --record`, which keeps such a record)."""
+    if out.resolve() == results.resolve():
+        raise RegistryError(f"--out {out} is the --results folder itself: an export there would replace its "
+                            f"tables with fewer (no episodes.csv); nothing exported, choose another --out")
     present = {exp: names for exp, names in sorted(kept_tables(registry).items())
                if (experiment_dir(results, exp) / "runs.csv").exists()}
     frames = {}
     for exp, names in present.items():
         src, dst = experiment_dir(results, exp), experiment_dir(out, exp)
+        repair(dst)
         ran_at = load_spec_value(results, exp, ("scale",))
         if scale is not None and ran_at != scale:
             raise RegistryError(f"{src / 'spec.yaml'}: run at scale {ran_at}, not {scale}; nothing exported")
         frames[exp] = {name: experiment_table(results, exp, name) for name in names}
         if (dst / "runs.csv").exists() and (dst / "spec.yaml").exists() \
                 and (dst / "spec.yaml").read_bytes() == (src / "spec.yaml").read_bytes():
-            lost = set(load_table(out, exp, "runs")["run_id"]) - set(frames[exp]["runs"]["run_id"])
+            try:
+                lost = set(load_table(out, exp, "runs")["run_id"]) - set(frames[exp]["runs"]["run_id"])
+            except DamagedTable as err:
+                raise RegistryError(f"{str(err).split(' (')[0]}: its sha256 differs from tables.json beside it; "
+                                    f"restore it (git checkout) or move {dst} aside; nothing exported") from None
             if lost:
                 raise RegistryError(f"{dst} records {len(lost)} run(s) of this spec that {src} lacks; nothing "
                                     f"exported (update a record with `rvfx run configs/{exp}.yaml --record {out}`)")

@@ -8,16 +8,31 @@ kept table is one (regret_over_bounds keeps the same logged episodes of every ru
 """
 from __future__ import annotations
 
+import io
 import json
+import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from rvfx.experiment.results import experiment_dir, load_table, provenance_text, read_table
+from rvfx.experiment.results import (
+    DamagedTable,
+    experiment_dir,
+    failure_row,
+    is_done,
+    load_table,
+    provenance_text,
+    read_table,
+    shard_problem,
+    shard_tables,
+)
 from rvfx.experiment.spec import resolved_yaml
-from rvfx.report.export import kept_tables, write_tables
+from rvfx.report.export import kept_tables, repair, write_tables
 from rvfx.report.tables import experiment_table
+
+SPACING = 3.0    # Recorder: time between merges, in units of the last merge's time
 
 
 class RecordError(ValueError):
@@ -58,9 +73,15 @@ def recorded(registry: dict, record: Path, exp) -> tuple[set[str], list[str]]:
     folder or rerun; and the record's run ids the spec lacks, rows misnamed when a number-like run
     id was read as a number (rvfx before read_table wrote 'inf'), which update_record drops while
     their runs are rerun. RecordError when the record was made under another resolved spec or scale."""
+    repair(experiment_dir(record, exp.name))
     if not _complete(registry, record, exp):
         return set(), []
-    ids, spec = set(load_table(record, exp.name, "runs")["run_id"]), {r.run_id for r in exp.runs}
+    try:
+        ids = set(load_table(record, exp.name, "runs")["run_id"])
+    except DamagedTable as err:
+        raise RecordError(f"{str(err).split(' (')[0]}: its sha256 differs from tables.json beside it; restore the "
+                          f"record (git checkout) or move it aside") from None
+    spec = {r.run_id for r in exp.runs}
     return ids & spec, sorted(ids - spec)
 
 
@@ -82,25 +103,94 @@ def update_record(registry: dict, results: Path, record: Path, exp) -> Path | No
     run yet. While the record lacks a kept table, it keeps only the runs collected in `results`
     (the others are rerun: `recorded` counts none)."""
     names = sorted(kept_tables(registry).get(exp.name, {"runs"}))
-    src, dst = experiment_dir(results, exp.name), experiment_dir(record, exp.name)
+    src = experiment_dir(results, exp.name)
+    repair(experiment_dir(record, exp.name))
     old = {n: load_table(record, exp.name, n) for n in names} if _complete(registry, record, exp) else {}
     new = {n: experiment_table(results, exp.name, n) for n in names} if (src / "runs.csv").exists() else {}
     if not old and not new:
         return None
+    failures = read_table(src / "failures.csv") if (src / "failures.csv").exists() else None
+    _write_merged(record, exp, old, new, _made_by(src), failures)
+    return experiment_dir(record, exp.name)
+
+
+def _write_merged(record: Path, exp, old: dict, new: dict, made_by: dict, failures) -> dict[str, pd.DataFrame]:
+    """Write the record of `exp`: the `old` tables' rows of spec runs not in `new`, then `new`'s, in
+    the spec's run order; what made each run (`made_by` for the new ones); the `failures` rows of
+    runs in neither. Returns the tables as they now read back from the record."""
+    dst = experiment_dir(record, exp.name)
     fresh = set(new["runs"]["run_id"]) if new else set()
     order = {r.run_id: i for i, r in enumerate(exp.runs)}
     frames = {}
-    for n in names:
+    for n in old or new:
         parts = ([old[n][old[n]["run_id"].isin(order.keys() - fresh)]] if old else []) + ([new[n]] if new else [])
         merged = pd.concat(parts, ignore_index=True)
         frames[n] = merged.iloc[np.argsort(merged["run_id"].map(order).to_numpy(), kind="stable")]
-    made_by = {r: v for r, v in _made_by(dst).items() if r not in fresh} | _made_by(src)
+    made_by = {r: v for r, v in _made_by(dst).items() if r not in fresh} | made_by
     extras = {"spec.yaml": resolved_yaml(exp),
               "provenance.json": provenance_text({r: made_by[r] for r in frames["runs"]["run_id"] if r in made_by})}
-    if (src / "failures.csv").exists():
-        failures = read_table(src / "failures.csv")
+    if failures is not None:
         failures = failures[~failures["run_id"].isin(frames["runs"]["run_id"])]
         if len(failures):
             extras["failures.csv"] = failures.to_csv(index=False, lineterminator="\n")
-    write_tables(dst, frames, extras)
-    return dst
+    texts = write_tables(dst, frames, extras)
+    return {n: read_table(io.StringIO(texts[f"{n}.csv"])) for n in frames}
+
+
+class Recorder:
+    """`rvfx run --record`: merges each finished run into the record as the sweep goes, at a cost
+    in the runs merged, not in the runs recorded: the record is read once, a finished run's shard
+    once, and the record is rewritten when the time since the last merge is at least SPACING times
+    what that merge took (so merging takes at most 1/(1+SPACING) of a sweep's time). A process
+    killed outright loses from the record the runs finished since the last merge (their shards
+    stay in the results folder); Ctrl-C and the sweep's end merge all (`merge`, `finish`)."""
+
+    def __init__(self, registry: dict, results: Path, record: Path, exp):
+        self.registry, self.results, self.record, self.exp = registry, Path(results), Path(record), exp
+        self.names = sorted(kept_tables(registry).get(exp.name, {"runs"}))
+        self.old = {n: load_table(record, exp.name, n) for n in self.names} if _complete(registry, record, exp) else {}
+        held = set(self.old["runs"]["run_id"]) if self.old else set()
+        self.pending = [r for r in exp.runs if r.run_id not in held and is_done(results, r)]
+        self.runs, self.due = {r.run_id: r for r in exp.runs}, 0.0
+
+    def heard(self, outcome) -> None:
+        """A run's Outcome (runner.run_sweep's on_outcome): a finished one is merged, when due."""
+        if outcome.ok:
+            self.pending.append(self.runs[outcome.run_id])
+            if time.monotonic() >= self.due:
+                self.merge()
+
+    def merge(self) -> None:
+        """Merge the runs finished since the last merge into the record."""
+        if not self.pending:
+            return
+        start = time.monotonic()
+        new, made_by = self._tables(self.pending)
+        self.pending = []
+        if not new:                                   # no shard verifies any more: nothing to merge
+            return
+        ids = set(new["runs"]["run_id"]) | (set(self.old["runs"]["run_id"]) if self.old else set())
+        failures = [failure_row(self.results, r, shard_problem(self.results, r)) for r in self.exp.runs
+                    if r.run_id not in ids]
+        self.old = _write_merged(self.record, self.exp, self.old, new, made_by,
+                                 pd.DataFrame(failures) if failures else None)
+        self.due = time.monotonic() + SPACING * (time.monotonic() - start)
+
+    def _tables(self, runs) -> tuple[dict[str, pd.DataFrame], dict]:
+        """The kept tables of `runs` alone, as experiment_table reads (or derives) them from a results
+        folder holding those runs only, and what made each run."""
+        tables, made_by, _ = shard_tables(self.results, runs)
+        if "runs" not in tables:
+            return {}, {}
+        with tempfile.TemporaryDirectory() as tmp:
+            d = experiment_dir(tmp, self.exp.name)
+            d.mkdir()
+            for name, df in tables.items():
+                df.to_csv(d / f"{name}.csv", index=False, lineterminator="\n")
+            (d / "spec.yaml").write_text(resolved_yaml(self.exp), encoding="utf-8")
+            return {n: experiment_table(Path(tmp), self.exp.name, n) for n in self.names}, made_by
+
+    def finish(self) -> Path | None:
+        """Once the sweep has collected its results folder: the full merge (update_record)."""
+        self.pending = []
+        return update_record(self.registry, self.results, self.record, self.exp)
