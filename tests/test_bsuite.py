@@ -271,11 +271,15 @@ def test_settings_tables_recover_known_effects_and_report_censored_runs():
     assert cells.loc["+++", ["agent.prior_scale", "agent.mask", "agent.buffer_size"]].tolist() == [5.0, "none", 10000]
 
 
-@pytest.mark.parametrize("scale, runs", [("ci", 8), ("paper", 80)])
-def test_bsuite_deep_sea_settings_spec_validates(scale, runs):
-    result = invoke("validate", CONFIGS / "bsuite_deep_sea_settings.yaml", "--scale", scale)
+@pytest.mark.parametrize("spec, scale, runs, estimate", [
+    ("bsuite_deep_sea_settings", "ci", 8, "no CPU estimate"),
+    ("bsuite_deep_sea_settings", "paper", 80, "no CPU estimate"),
+    ("bsuite_cartpole_swingup", "ci", 3, "CPU-hours"), ("bsuite_cartpole_swingup", "paper", 30, "CPU-hours")])
+def test_bsuite_specs_validate(spec, scale, runs, estimate):
+    """bsuite's deep_sea sizes are known only once built; its cartpole_swingup's steps (1,001) from the id."""
+    result = invoke("validate", CONFIGS / f"{spec}.yaml", "--scale", scale)
     assert result.exit_code == 0, result.output
-    assert f"{runs} runs" in result.output and "no CPU estimate" in result.output
+    assert f"{runs} runs" in result.output and estimate in result.output
 
 
 def test_bsuite_deep_sea_settings_spec_runs_and_draws(tmp_path):
@@ -499,3 +503,59 @@ def test_bsuite_cartpole_probe_states_read_bsuites_observation_and_leave_the_sta
     assert probes["grid_theta0.00_thetadot-2_x2"][[0, 6, 7]].tolist() == pytest.approx([2 / 3, -1, -1])
     assert eb.BsuiteEnvironment(BsuiteParams("deep_sea/0"), np.random.default_rng(0)).probe_states() == {}
 
+
+# ------------------------------------------------------------------ the bsuite_cartpole_swingup spec
+
+def swingup_log(returns) -> pd.DataFrame:
+    """A bsuite cartpole_swingup log with a row every episode, as its Logging wrapper writes it."""
+    returns = np.asarray(returns, float)
+    return pd.DataFrame({"steps": 1001 * np.arange(1, len(returns) + 1), "episode": np.arange(1, len(returns) + 1),
+                         "total_return": np.cumsum(returns), "episode_len": 1001, "episode_return": returns,
+                         "raw_return": np.cumsum(returns), "total_upright": 0.0,
+                         "best_episode": np.maximum.accumulate(np.maximum(returns, 0.0))})
+
+
+@pytest.mark.parametrize("mean", [-20.0, 60.0, 250.0, 900.0])
+def test_swingup_score_is_bsuites_own(mean):
+    from bsuite.experiments.cartpole_swingup import analysis
+    returns = np.random.default_rng(int(mean) + 100).normal(mean, 80.0, 300)
+    log = swingup_log(returns)
+    theirs = analysis.score(log.assign(height_threshold=0.0, bsuite_id="cartpole_swingup/0"))
+    assert ab.swingup_score(log) == pytest.approx(theirs, abs=1e-12)
+    first = np.flatnonzero(returns > 100)
+    readouts = ab.swingup_readouts(returns, log)
+    assert readouts["successes"] == len(first) and readouts["episodes"] == 300
+    assert readouts["first_success"] == (first[0] + 1 if len(first) else pytest.approx(np.nan, nan_ok=True))
+    with pytest.raises(ab.IncompleteLog, match="here: bsuite did not log every episode"):
+        ab.episode_log(log.iloc[::2], "here")
+    with pytest.raises(ab.IncompleteLog, match="no best_episode"):
+        ab.episode_log(log.drop(columns="best_episode"), "here")
+
+
+def test_bsuite_cartpole_swingup_runs_and_judges_rvfx_against_boot_dqns_logs(tmp_path):
+    """CI scale, beside hand-made boot_dqn logs (every episode, bsuite's columns) of 5 seeds whose first
+    episode over 100 is 2, 2, 3, 3, 3: its median 3 and CI [2, 3]; rvfx's runs of 3 episodes never pass 100,
+    so by the stated rule they lag. A boot_dqn log on bsuite's default schedule is refused."""
+    out, figs = tmp_path / "results", tmp_path / "figs"
+    result = invoke("run", CONFIGS / "bsuite_cartpole_swingup.yaml", "--out", out, "--jobs", 1)
+    assert result.exit_code == 0, result.output
+    boot = out / "bsuite_cartpole_swingup" / "boot_dqn"
+    for seed, first in enumerate([2, 2, 3, 3, 3]):
+        (boot / f"seed_{seed}").mkdir(parents=True)
+        returns = [-5.0] * (first - 1) + [150.0] * (4 - first)
+        swingup_log(returns).to_csv(boot / f"seed_{seed}" / ab.log_file("cartpole_swingup/0"), index=False)
+    result = invoke("plot", "bsuite_cartpole_swingup", "--results", out, "--out", figs)
+    assert result.exit_code == 0, result.output
+    assert_png(figs / "bsuite_cartpole_swingup.png")
+    summary = pd.read_csv(figs / "bsuite_cartpole_swingup_summary.csv").set_index("agent")
+    assert summary.loc["boot_dqn (bsuite)", "first episode > 100: median [95% CI]"] == "3 [2, 3]"
+    assert summary.loc["boot_dqn (bsuite)", "episodes > 100 (mean ± s.e.)"] == "1.4 ± 0.2"
+    assert summary.loc[["ensemble_glorot", "ensemble_haiku", "dqn"], "verdict vs boot_dqn"].tolist() == ["lags"] * 3
+    assert summary.loc["ensemble_glorot", "prior spread on the probe states (mean)"] > 0
+    runs = pd.read_csv(figs / "bsuite_cartpole_swingup_runs.csv")
+    assert (runs.loc[runs["agent"] != "boot_dqn (bsuite)", "episodes"] == 3).all()
+    sparse = swingup_log([150.0] * 20)
+    sparse[sparse["episode"].isin([1, 2, 3, 10, 20])].to_csv(boot / "seed_0" / ab.log_file("cartpole_swingup/0"),
+                                                            index=False)
+    result = invoke("plot", "bsuite_cartpole_swingup", "--results", out, "--out", figs)
+    assert result.exit_code == 2 and "seed_0 (cartpole_swingup/0): bsuite did not log every episode" in result.output
