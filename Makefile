@@ -11,12 +11,13 @@ FIGS ?= figures
 PYTHON ?= python3
 VENV := .venv
 RVFX := $(VENV)/bin/rvfx
+BSUITE_VENV := .venv-bsuite
 SPECS := $(sort $(wildcard configs/*.yaml))
 
 PAPER := figures/paper
 README_BLOCKS := $(if $(filter $(PAPER) $(PAPER)/,$(FIGS)),--readme README.md)
 
-.PHONY: install reproduce run plot export report check-paper lint test bench clean
+.PHONY: install bsuite-venv reproduce run plot export report check-paper lint test bench clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +26,15 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 install: $(VENV)/.installed
+
+# bsuite's own boot_dqn (JAX) in a venv of its own: tests/test_bsuite.py's equivalence test, the boot_dqn arms
+$(BSUITE_VENV)/.installed: requirements-bsuite.txt
+	$(PYTHON) -m venv $(BSUITE_VENV)
+	$(BSUITE_VENV)/bin/pip install --quiet --upgrade pip
+	$(BSUITE_VENV)/bin/pip install --quiet --no-deps -r requirements-bsuite.txt
+	touch $@
+
+bsuite-venv: $(BSUITE_VENV)/.installed
 
 run: install
 	@set -e; for spec in $(SPECS); do $(RVFX) run $$spec --scale $(SCALE) --jobs $(JOBS) --out $(OUT); done

@@ -1,10 +1,15 @@
 """bsuite through dm_env (rvfx.envs.bsuite and rvfx.analysis.bsuite): rvfx's DeepSea is bsuite's deep_sea, bsuite's
 environments run rvfx's agents on exactly the native inputs, the bsuite log is rebuilt exactly,
 bsuite's deep_sea score on hand-made logs, and the bsuite_deep_sea spec runs and draws."""
+import os
+import subprocess
+from pathlib import Path
+
 import dm_env
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 bsuite = pytest.importorskip("bsuite", reason="the extra rvfx[bsuite] is not installed: pip install -e '.[bsuite]'")
 
@@ -14,6 +19,8 @@ from bsuite.utils.wrappers import _logarithmic_logging  # noqa: E402
 from cli_helpers import CONFIGS, assert_png, invoke  # noqa: E402
 
 from rvfx.agents import AGENTS, make_agent  # noqa: E402
+from rvfx.agents.neural.ensemble import td_step  # noqa: E402
+from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape  # noqa: E402
 from rvfx.analysis import bsuite as ab  # noqa: E402
 from rvfx.core.live import live, log_grid  # noqa: E402
 from rvfx.envs import bsuite as eb  # noqa: E402
@@ -264,11 +271,15 @@ def test_settings_tables_recover_known_effects_and_report_censored_runs():
     assert cells.loc["+++", ["agent.prior_scale", "agent.mask", "agent.buffer_size"]].tolist() == [5.0, "none", 10000]
 
 
-@pytest.mark.parametrize("scale, runs", [("ci", 8), ("paper", 80)])
-def test_bsuite_deep_sea_settings_spec_validates(scale, runs):
-    result = invoke("validate", CONFIGS / "bsuite_deep_sea_settings.yaml", "--scale", scale)
+@pytest.mark.parametrize("spec, scale, runs, estimate", [
+    ("bsuite_deep_sea_settings", "ci", 8, "no CPU estimate"),
+    ("bsuite_deep_sea_settings", "paper", 80, "no CPU estimate"),
+    ("bsuite_cartpole_swingup", "ci", 3, "CPU-hours"), ("bsuite_cartpole_swingup", "paper", 30, "CPU-hours")])
+def test_bsuite_specs_validate(spec, scale, runs, estimate):
+    """bsuite's deep_sea sizes are known only once built; its cartpole_swingup's steps (1,001) from the id."""
+    result = invoke("validate", CONFIGS / f"{spec}.yaml", "--scale", scale)
     assert result.exit_code == 0, result.output
-    assert f"{runs} runs" in result.output and "no CPU estimate" in result.output
+    assert f"{runs} runs" in result.output and estimate in result.output
 
 
 def test_bsuite_deep_sea_settings_spec_runs_and_draws(tmp_path):
@@ -284,3 +295,267 @@ def test_bsuite_deep_sea_settings_spec_runs_and_draws(tmp_path):
     assert len(cells) == 8 and set(cells["N"]) == {10} and cells["cell"].iloc[0] == "---"
     effects = pd.read_csv(figs / "bsuite_deep_sea_settings_effects.csv")
     assert effects["factor"].tolist() == ["A agent.prior_scale", "B agent.mask", "C agent.buffer_size"]
+
+
+# ------------------------------------------------------------------------------ rvfx's ensemble vs bsuite's boot_dqn
+
+REPO = CONFIGS.parent
+BOOT_DQN_REFERENCE = Path(__file__).resolve().parent / "boot_dqn_reference.py"
+
+
+def bsuite_venv_python() -> Path:
+    """The interpreter of the venv holding bsuite[baselines_jax] (`make bsuite-venv`; RVFX_BSUITE_PYTHON
+    overrides). Missing: the test skips, unless RVFX_REQUIRE_BSUITE_VENV is set (CI sets it), then fails."""
+    python = Path(os.environ.get("RVFX_BSUITE_PYTHON", REPO / ".venv-bsuite" / "bin" / "python"))
+    if not python.exists():
+        if os.environ.get("RVFX_REQUIRE_BSUITE_VENV"):
+            pytest.fail(f"{python} is missing: make bsuite-venv")
+        pytest.skip(f"{python} is missing (make bsuite-venv)")
+    return python
+
+
+def cartpole_minibatches(steps: int, batch: int, K: int, rng: np.random.Generator) -> list[dict]:
+    """`steps` minibatches as boot_dqn's replay returns them (observation (B, 1, 8), discount 0 or 1,
+    mask and noise (B, K)), from bsuite's cartpole_swingup/0 under random actions; a tenth of the
+    transitions made terminal (discount 0) so both branches of the target are compared."""
+    env = eb.BsuiteEnvironment(BsuiteParams("cartpole_swingup/0"), np.random.default_rng(1))
+    state, seen = env.reset().new_state, []
+    for a in rng.integers(0, 3, 400):
+        t = env.step(int(a))
+        seen.append((state, int(a), t.reward, state if t.new_state is None else t.new_state))
+        state = env.reset().new_state if t.new_state is None else t.new_state
+    o_tm1, actions, rewards, o_t = (np.asarray(column) for column in zip(*seen))
+    out = []
+    for _ in range(steps):
+        i = rng.integers(0, len(seen), batch)
+        out.append({"o_tm1": o_tm1[i, None].astype(np.float32), "a_tm1": actions[i].astype(np.int32),
+                    "r_t": rewards[i].astype(np.float32), "d_t": (rng.random(batch) > 0.1).astype(np.float32),
+                    "o_t": o_t[i, None].astype(np.float32), "m_t": (rng.random((batch, K)) < 0.5).astype(np.int64),
+                    "z_t": rng.standard_normal((batch, K)).astype(np.float32)})
+    return out
+
+
+def haiku_layout(params: list[np.ndarray], prefix: str = "") -> dict:
+    """rvfx's ensemble parameters [W_1 (in, K, H), b_1 (K, H), W_l (K, in, out), b_l, ...] as per-member stacks."""
+    out = {}
+    for l in range(len(params) // 2):
+        w = params[2 * l]
+        out[f"{prefix}w{l}"] = np.ascontiguousarray(w.transpose(1, 0, 2) if l == 0 else w)
+        out[f"{prefix}b{l}"] = params[2 * l + 1]
+    return out
+
+
+def rvfx_steps(start: dict, batches: list[dict], bootstrap: bool):
+    """rvfx's PriorEnsemble (beta 5, 50-50, Adam 1e-3) from the given parameters, one td_step per minibatch:
+    (mean loss over members, gradients of the trained network, its parameters after) per step."""
+    K = start["w0"].shape[0]
+    ens = PriorEnsemble(EnsembleMLP(8, (50, 50), 3), K, np.random.default_rng(0), prior_scale=5.0)
+    for prefix, params in (("", ens.params), ("prior_", ens.prior_params), ("target_", ens.target_params)):
+        for l in range(3):
+            w = start[f"{prefix}w{l}"]
+            params[2 * l][...] = w.transpose(1, 0, 2) if l == 0 else w
+            params[2 * l + 1][...] = start[f"{prefix}b{l}"]
+    captured = []
+    backward = ens.net.backward
+
+    def spy(*args, **kwargs):
+        grads = backward(*args, **kwargs)
+        captured.append([np.array(g) for g in grads])
+        return grads
+
+    ens.net.backward = spy
+    tape, target_tape, steps = Tape(), Tape(), []
+    for b in batches:
+        weight = 2.0 * b["m_t"].T.astype(np.float32) if bootstrap else None     # Algorithm 7's 2 m
+        loss = td_step(ens, tape, target_tape, b["o_tm1"][:, 0], b["a_tm1"].astype(np.intp), b["r_t"],
+                       (0.99 * b["d_t"]).astype(np.float32), b["o_t"][:, 0], weight)
+        steps.append((loss, haiku_layout(captured[-1]), haiku_layout([np.array(p) for p in ens.params])))
+    return steps
+
+
+CASES = {"masked": True, "unmasked": False}     # bootstrap masks m ~ Bernoulli(1/2) | boot_dqn's mask_prob 1
+
+
+@pytest.fixture(scope="module")
+def boot_dqn_reference(tmp_path_factory):
+    """The same start and minibatches through rvfx and through bsuite's boot_dqn (its agent module, in the
+    bsuite venv), once with bootstrap masks and once without: start parameters drawn by rvfx's
+    haiku_default init, the target a perturbed copy (so that it matters), minibatches of 128 transitions:
+    three steps with masks (Adam's moments carried), one without (one step from identical parameters:
+    after that, eps's effect moves the two apart and a ReLU at its kink can amplify it)."""
+    python = bsuite_venv_python()
+    K, rng = 4, np.random.default_rng(44)
+    ens = PriorEnsemble(EnsembleMLP(8, (50, 50), 3, init="haiku_default"), K, rng, prior_scale=5.0)
+    start = {**haiku_layout(ens.params), **haiku_layout(ens.prior_params, "prior_")}
+    for l in range(3):
+        start[f"target_w{l}"] = (start[f"w{l}"] + 0.05 * rng.standard_normal(start[f"w{l}"].shape)).astype(np.float32)
+        start[f"target_b{l}"] = (0.05 * rng.standard_normal(start[f"b{l}"].shape)).astype(np.float32)
+    batches = {"masked": cartpole_minibatches(3, 128, K, rng), "unmasked": cartpole_minibatches(1, 128, K, rng)}
+    batches["unmasked"][0]["m_t"][...] = 1
+    folder = tmp_path_factory.mktemp("boot_dqn")
+    np.savez(folder / "in.npz", draws=np.array(50), cases=np.array(",".join(CASES)), **start,
+             **{f"{case}{key}_{i}": v for case in CASES for i, b in enumerate(batches[case]) for key, v in b.items()})
+    done = subprocess.run([str(python), str(BOOT_DQN_REFERENCE), str(folder / "in.npz"), str(folder / "out.npz")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = dict(np.load(folder / "out.npz", allow_pickle=False))
+    ours = {case: rvfx_steps(start, batches[case], bootstrap) for case, bootstrap in CASES.items()}
+    return ours, theirs
+
+
+def assert_close(ours, theirs, what):
+    """float32 agreement: to 1e-4 relative, or 1e-5 of the largest entry (sums of 128 terms in another order)."""
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5 * float(np.abs(theirs).max()), err_msg=what)
+
+
+def test_with_bootstrap_masks_rvfx_is_boot_dqn_loss_gradients_and_adam_steps(boot_dqn_reference):
+    """Masks m ~ Bernoulli(1/2): boot_dqn's member loss mean_b m (y - Q)^2 is rvfx's 1/(2B) sum_b 2m (Q - y)^2
+    (Algorithm 7's double-or-nothing weight 2m) exactly, so the loss, every gradient of every member
+    (trained network; the prior's is zero in both) and the parameters after each of three Adam steps agree."""
+    ours, theirs = boot_dqn_reference
+    for i, (loss, grads, params) in enumerate(ours["masked"]):
+        assert loss == pytest.approx(theirs[f"maskedloss_{i}"].mean(), rel=1e-5)
+        assert theirs[f"maskedprior_grad_max_{i}"] == 0.0
+        for key in grads:
+            assert_close(grads[key], theirs[f"maskedgrad_{key}_{i}"], f"step {i} gradient {key}")
+            np.testing.assert_allclose(params[key], theirs[f"masked{key}_{i}"], rtol=0, atol=1e-6,
+                                       err_msg=f"step {i} {key}")
+
+
+def test_without_masks_rvfx_is_half_boot_dqns_loss_and_adam_with_twice_its_epsilon(boot_dqn_reference):
+    """boot_dqn's own setting (mask_prob 1, no noise): its loss mean_b (y - Q)^2 is twice rvfx's
+    1/(2B) sum_b (Q - y)^2, and so is every gradient. Adam sees a loss scaled by c as eps / c: rvfx's step
+    is boot_dqn's with eps 2e-8 in place of 1e-8 (equal to float precision), and differs from boot_dqn's
+    own step -lr g / (|g| + eps) by lr eps |g| / ((|g| + eps)(|g| + 2 eps)) per weight (at most 0.17 lr,
+    at |g| = 1.4e-8; below 1e-3 lr where |g| > 1e-5)."""
+    ours, theirs = boot_dqn_reference
+    (loss, grads, params), = ours["unmasked"]
+    assert loss == pytest.approx(0.5 * theirs["unmaskedloss_0"].mean(), rel=1e-5)
+    for key in grads:
+        assert_close(2.0 * grads[key], theirs[f"unmaskedgrad_{key}_0"], f"gradient {key}")
+        np.testing.assert_allclose(params[key], theirs[f"unmaskedadam2_{key}_0"], rtol=0, atol=1e-6, err_msg=key)
+        gap = np.abs(params[key] - theirs[f"unmasked{key}_0"]).astype(np.float64)
+        g = np.abs(theirs[f"unmaskedgrad_{key}_0"]).astype(np.float64)
+        predicted = 1e-3 * 1e-8 * g / ((g + 1e-8) * (g + 2e-8))
+        assert (gap <= predicted + 1e-7).all(), (key, float((gap - predicted).max()))
+
+
+def test_haiku_default_init_draws_what_boot_dqn_draws(boot_dqn_reference):
+    """rvfx's init haiku_default against the weights boot_dqn's own agent initialises (hk.nets.MLP's default,
+    50 members): per layer, w sqrt(fan_in) has the same distribution (two-sample Kolmogorov-Smirnov,
+    p > 0.001), s.d. 0.880 and bound 2 (Haiku's TruncatedNormal, not rescaled), and zero biases; Glorot's
+    draws, the power check, are told apart (p < 1e-6) on the 50 x 50 layer."""
+    _, theirs = boot_dqn_reference
+    kurtosis = float(stats.truncnorm(-2, 2).stats(moments="k")) + 3.0
+    net = EnsembleMLP(8, (50, 50), 3, init="haiku_default")
+    ours = net.init(np.random.default_rng(5), 50)
+    glorot = EnsembleMLP(8, (50, 50), 3).init(np.random.default_rng(5), 50)
+    for l, fan_in in enumerate((8, 50, 50)):
+        haiku = theirs[f"haiku_w{l}"].ravel() * np.sqrt(fan_in)
+        mine = (ours[2 * l].transpose(1, 0, 2) if l == 0 else ours[2 * l]).ravel() * np.sqrt(fan_in)
+        assert stats.ks_2samp(mine, haiku).pvalue > 1e-3, l
+        assert np.abs(haiku).max() <= 2.0 and np.abs(mine).max() <= 2.0 + 1e-6
+        # s.d. of a sample s.d. is sigma sqrt((kurtosis - 1) / (4 n)): 4 of them
+        se = np.sqrt((kurtosis - 1) / (4 * haiku.size))
+        assert haiku.std() == pytest.approx(stats.truncnorm(-2, 2).std(), rel=4 * se)
+        assert not theirs[f"haiku_b{l}"].any() and not ours[2 * l + 1].any()
+    assert stats.ks_2samp(glorot[2].ravel() * np.sqrt(50), theirs["haiku_w1"].ravel() * np.sqrt(50)).pvalue < 1e-6
+
+
+# ------------------------------------------------------------------ the prior-spread diagnostic
+
+def spread_run(prior_spread: bool, prior_scale: float = 5.0, init: str = "glorot_uniform"):
+    env = eb.BsuiteEnvironment(BsuiteParams("cartpole_swingup/0", '{"max_time": 0.5}'), np.random.default_rng(2))
+    params = AGENTS["ensemble_rlsvi"][1](K=5, batch_size=16, min_replay=16, prior_scale=prior_scale, mask="none",
+                                         buffer_size=10_000, init=init, prior_spread=prior_spread)
+    agent = make_agent("ensemble_rlsvi", params, env, np.random.default_rng(3))
+    metrics = live(agent, env, 4, log_every="all")
+    return pd.DataFrame(metrics["episodes"]), agent
+
+
+def test_prior_spread_changes_no_result_and_is_the_members_sd_of_the_prior():
+    """On vs off: the same episodes byte for byte (it draws no random number). Its rows, once at episode 1,
+    are per probe state the s.d. over members of beta f(theta0_k; s, a), mean over actions, recomputed here;
+    linear in beta (the prior weights are the same draws whatever beta > 0)."""
+    off, _ = spread_run(False)
+    on, agent = spread_run(True)
+    assert off.to_csv() == on.to_csv()
+    table = agent.run_tables()["diagnostics"]
+    probes = agent.diagnostics.probe_names
+    assert len(probes) == 39 and set(table["metric"]) == {"prior_spread"}
+    assert table["episode"].eq(1).all() and table["member"].eq(-1).all() and table["probe"].tolist() == probes
+    codes = np.stack([agent.rep.encode(s) for s in eb.BsuiteEnvironment(
+        BsuiteParams("cartpole_swingup/0"), np.random.default_rng(0)).probe_states().values()])
+    prior = 5.0 * np.stack([agent.net.forward_member(agent.ensemble.prior_params, k, codes) for k in range(5)])
+    np.testing.assert_allclose(table["value"], prior.astype(np.float64).std(axis=0).mean(axis=1), rtol=1e-5)
+    _, weak = spread_run(True, prior_scale=1.0)
+    np.testing.assert_allclose(table["value"], 5.0 * weak.run_tables()["diagnostics"]["value"], rtol=1e-5)
+
+
+def test_bsuite_cartpole_probe_states_read_bsuites_observation_and_leave_the_state():
+    env = eb.BsuiteEnvironment(BsuiteParams("cartpole_swingup/0"), np.random.default_rng(0))
+    env.reset()
+    before = env.raw._state
+    probes = env.probe_states()
+    assert env.raw._state == before
+    np.testing.assert_allclose(probes["hanging"], [0, 0, 0, -1, 0, 0, 1, 1], atol=1e-7)       # sin, cos of pi
+    np.testing.assert_allclose(probes["upright_spinning"], [0, 0, 0, 1, 5, 0, 1, -1], atol=1e-7)
+    assert probes["grid_theta0.00_thetadot-2_x2"][[0, 6, 7]].tolist() == pytest.approx([2 / 3, -1, -1])
+    assert eb.BsuiteEnvironment(BsuiteParams("deep_sea/0"), np.random.default_rng(0)).probe_states() == {}
+
+
+# ------------------------------------------------------------------ the bsuite_cartpole_swingup spec
+
+def swingup_log(returns) -> pd.DataFrame:
+    """A bsuite cartpole_swingup log with a row every episode, as its Logging wrapper writes it."""
+    returns = np.asarray(returns, float)
+    return pd.DataFrame({"steps": 1001 * np.arange(1, len(returns) + 1), "episode": np.arange(1, len(returns) + 1),
+                         "total_return": np.cumsum(returns), "episode_len": 1001, "episode_return": returns,
+                         "raw_return": np.cumsum(returns), "total_upright": 0.0,
+                         "best_episode": np.maximum.accumulate(np.maximum(returns, 0.0))})
+
+
+@pytest.mark.parametrize("mean", [-20.0, 60.0, 250.0, 900.0])
+def test_swingup_score_is_bsuites_own(mean):
+    from bsuite.experiments.cartpole_swingup import analysis
+    returns = np.random.default_rng(int(mean) + 100).normal(mean, 80.0, 300)
+    log = swingup_log(returns)
+    theirs = analysis.score(log.assign(height_threshold=0.0, bsuite_id="cartpole_swingup/0"))
+    assert ab.swingup_score(log) == pytest.approx(theirs, abs=1e-12)
+    first = np.flatnonzero(returns > 100)
+    readouts = ab.swingup_readouts(returns, log)
+    assert readouts["successes"] == len(first) and readouts["episodes"] == 300
+    assert readouts["first_success"] == (first[0] + 1 if len(first) else pytest.approx(np.nan, nan_ok=True))
+    with pytest.raises(ab.IncompleteLog, match="here: bsuite did not log every episode"):
+        ab.episode_log(log.iloc[::2], "here")
+    with pytest.raises(ab.IncompleteLog, match="no best_episode"):
+        ab.episode_log(log.drop(columns="best_episode"), "here")
+
+
+def test_bsuite_cartpole_swingup_runs_and_judges_rvfx_against_boot_dqns_logs(tmp_path):
+    """CI scale, beside hand-made boot_dqn logs (every episode, bsuite's columns) of 5 seeds whose first
+    episode over 100 is 2, 2, 3, 3, 3: its median 3 and CI [2, 3]; rvfx's runs of 3 episodes never pass 100,
+    so by the stated rule they lag. A boot_dqn log on bsuite's default schedule is refused."""
+    out, figs = tmp_path / "results", tmp_path / "figs"
+    result = invoke("run", CONFIGS / "bsuite_cartpole_swingup.yaml", "--out", out, "--jobs", 1)
+    assert result.exit_code == 0, result.output
+    boot = out / "bsuite_cartpole_swingup" / "boot_dqn"
+    for seed, first in enumerate([2, 2, 3, 3, 3]):
+        (boot / f"seed_{seed}").mkdir(parents=True)
+        returns = [-5.0] * (first - 1) + [150.0] * (4 - first)
+        swingup_log(returns).to_csv(boot / f"seed_{seed}" / ab.log_file("cartpole_swingup/0"), index=False)
+    result = invoke("plot", "bsuite_cartpole_swingup", "--results", out, "--out", figs)
+    assert result.exit_code == 0, result.output
+    assert_png(figs / "bsuite_cartpole_swingup.png")
+    summary = pd.read_csv(figs / "bsuite_cartpole_swingup_summary.csv").set_index("agent")
+    assert summary.loc["boot_dqn (bsuite)", "first episode > 100: median [95% CI]"] == "3 [2, 3]"
+    assert summary.loc["boot_dqn (bsuite)", "episodes > 100 (mean ± s.e.)"] == "1.4 ± 0.2"
+    assert summary.loc[["ensemble_glorot", "ensemble_haiku", "dqn"], "verdict vs boot_dqn"].tolist() == ["lags"] * 3
+    assert summary.loc["ensemble_glorot", "prior spread on the probe states (mean)"] > 0
+    runs = pd.read_csv(figs / "bsuite_cartpole_swingup_runs.csv")
+    assert (runs.loc[runs["agent"] != "boot_dqn (bsuite)", "episodes"] == 3).all()
+    sparse = swingup_log([150.0] * 20)
+    sparse[sparse["episode"].isin([1, 2, 3, 10, 20])].to_csv(boot / "seed_0" / ab.log_file("cartpole_swingup/0"),
+                                                            index=False)
+    result = invoke("plot", "bsuite_cartpole_swingup", "--results", out, "--out", figs)
+    assert result.exit_code == 2 and "seed_0 (cartpole_swingup/0): bsuite did not log every episode" in result.output

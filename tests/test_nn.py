@@ -227,6 +227,53 @@ def test_glorot_uniform_limits():
     assert abs(w1.var() / (limit ** 2 / 3) - 1) < 0.05
 
 
+def init_moments(scheme: str, fan_in: int, fan_out: int):
+    """(s.d., bound, 4th moment / variance^2) of one weight of a (fan_in, fan_out) layer under `scheme`."""
+    from scipy import stats
+    if scheme == "glorot_uniform":
+        limit = np.sqrt(6 / (fan_in + fan_out))
+        return limit / np.sqrt(3), limit, 9 / 5                       # uniform: E w^4 = L^4 / 5
+    z = stats.truncnorm(-2, 2)                                        # haiku.Linear: TruncatedNormal(1/sqrt(fan_in))
+    return z.std() / np.sqrt(fan_in), 2 / np.sqrt(fan_in), float(z.stats(moments="k")) + 3
+
+
+@pytest.mark.parametrize("scheme", ["glorot_uniform", "haiku_default"])
+def test_initialisation_moments_bound_and_zero_biases(scheme):
+    """Every layer of the trained and the prior network: mean 0 and variance within 4 standard errors
+    (se of the mean sigma / sqrt(n), of the variance sigma^2 sqrt((kurtosis - 1) / n)), |w| within the
+    bound and reaching its last 1% (for n >= 16,000 the chance of no draw there is below e^-35), biases
+    zero. Haiku's s.d. is 0.880 / sqrt(fan_in): its TruncatedNormal is not rescaled."""
+    from rvfx.agents.neural.ensemble import EnsembleParams, EnsembleRLSVI
+    from rvfx.agents.neural.representations import DenseVector
+    agent = EnsembleRLSVI(EnsembleParams(K=40, init=scheme, prior_scale=5.0), DenseVector(8), 3,
+                          np.random.default_rng(11))
+    for params in (agent.ensemble.params, agent.ensemble.prior_params):
+        for l, (fan_in, fan_out) in enumerate([(8, 50), (50, 50), (50, 3)]):
+            w = params[2 * l].astype(np.float64).ravel()
+            sd, bound, kurtosis = init_moments(scheme, fan_in, fan_out)
+            n = w.size
+            assert abs(w.mean()) < 4 * sd / np.sqrt(n), (l, w.mean())
+            assert abs(w.var() / sd ** 2 - 1) < 4 * np.sqrt((kurtosis - 1) / n), (l, w.var() / sd ** 2)
+            assert np.abs(w).max() <= bound * (1 + 1e-6)
+            if n >= 16_000:
+                assert np.abs(w).max() > 0.99 * bound
+            assert not params[2 * l + 1].any()
+
+
+def test_glorot_default_draws_the_stream_it_always_drew():
+    """The default init is the paper's Glorot-uniform drawn exactly as before the option existed: one
+    rng.uniform(-L, L, (K, fan_in, fan_out)) per layer, trained network first, then the prior."""
+    rng, ref = np.random.default_rng(3), np.random.default_rng(3)
+    ens = PriorEnsemble(EnsembleMLP(6, (5, 4), 2), 3, rng, prior_scale=1.0)
+    for params in (ens.params, ens.prior_params):
+        for l, (fan_in, fan_out) in enumerate([(6, 5), (5, 4), (4, 2)]):
+            limit = np.sqrt(6.0 / (fan_in + fan_out))
+            w = ref.uniform(-limit, limit, (3, fan_in, fan_out)).astype(np.float32)
+            np.testing.assert_array_equal(params[2 * l], w.transpose(1, 0, 2) if l == 0 else w)
+    with pytest.raises(ValueError, match="unknown init"):
+        EnsembleMLP(6, (5,), 2, init="he_normal")
+
+
 # ------------------------------------------------------------------ block inputs (the deep sea linear basis)
 
 def block_input(rng, B, n_blocks, width, dtype=np.float64, keys=False):

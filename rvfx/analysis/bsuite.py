@@ -21,7 +21,7 @@ from bsuite import sweep
 
 from rvfx.envs.bsuite import PREFIX, ROWS
 from rvfx.experiment.params import name_problem
-from rvfx.experiment.results import load_spec_value, load_table, write_atomic_text
+from rvfx.experiment.results import DamagedTable, load_spec_value, load_table, write_atomic_text
 
 NUM_EPISODES = sweep.EPISODES["deep_sea/0"]     # bsuite's deep_sea budget: 10,000 episodes
 FILE_PREFIX = "bsuite_id_-_"                     # bsuite's CSV logger: bsuite_id_-_deep_sea-3.csv
@@ -113,6 +113,51 @@ def score(df: pd.DataFrame, forgiveness: float = 100.0, num_episodes: int = NUM_
     solutions = find_solution(df, num_episodes=num_episodes)
     beat_dither = solutions["solved"] & (solutions["episode"] < 2.0 ** solutions["size"] + forgiveness)
     return float(np.mean(beat_dither))
+
+
+SWINGUP_EPISODES = sweep.EPISODES["cartpole_swingup/0"]   # bsuite's cartpole_swingup budget: 1,000 episodes
+SWINGUP_BASE_REGRET = 700.0     # bsuite/experiments/cartpole_swingup/analysis.py: BASE_REGRET, GOOD_EPISODE
+SWINGUP_GOOD_EPISODE = 100.0
+
+
+def swingup_score(log: pd.DataFrame) -> float:
+    """bsuite's cartpole_swingup score of one run at one level (bsuite 0.3.6's analysis.score for one
+    bsuite_id): 0.5 (regret score + swing-up score). The regret score is clip(1 - mean regret / 700) with
+    regret 700 per episode minus the return, i.e. clip(total_return / (700 n)) at the last logged episode
+    n <= 1,000; the swing-up score is 1 if some episode so far returned more than 100 (best_episode)."""
+    log = log[log["episode"] <= SWINGUP_EPISODES]
+    last = log.loc[log["episode"].idxmax()]
+    regret = np.clip(float(last["total_return"]) / (SWINGUP_BASE_REGRET * float(last["episode"])), 0.0, 1.0)
+    return 0.5 * (float(regret) + float(log["best_episode"].max() > SWINGUP_GOOD_EPISODE))
+
+
+class IncompleteLog(DamagedTable):
+    """A bsuite log that lacks the rows or columns a figure reads."""
+
+
+SWINGUP_COLUMNS = ("episode", "episode_return", "total_return", "best_episode")
+
+
+def episode_log(log: pd.DataFrame, where: str) -> pd.DataFrame:
+    """A bsuite cartpole_swingup log that has a row for every episode 1..n (bsuite's `log_every`, as
+    rvfx/interop/boot_dqn_every_episode.py runs boot_dqn), sorted by episode; else an IncompleteLog
+    naming `where` (bsuite's default schedule logs ~10 rows a decade, too few to find the first success)."""
+    lacking = [c for c in SWINGUP_COLUMNS if c not in log.columns]
+    if lacking:
+        raise IncompleteLog(f"{where}: not a bsuite cartpole_swingup log (no {', '.join(lacking)})")
+    log = log.sort_values("episode")
+    if not log["episode"].tolist() == list(range(1, len(log) + 1)):
+        raise IncompleteLog(f"{where}: bsuite did not log every episode (run boot_dqn with "
+                            f"rvfx/interop/boot_dqn_every_episode.py)")
+    return log.reset_index(drop=True)
+
+
+def swingup_readouts(returns: np.ndarray, log: pd.DataFrame) -> dict:
+    """One run's readouts: the first episode (1-based) returning more than 100 (NaN if none), how many
+    episodes did, and bsuite's score (`swingup_score`) from its bsuite log."""
+    good = np.flatnonzero(np.asarray(returns, float) > SWINGUP_GOOD_EPISODE)
+    return {"first_success": float(good[0] + 1) if len(good) else np.nan, "successes": int(len(good)),
+            "episodes": int(len(returns)), "score": swingup_score(log)}
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ computes bsuite's deep_sea score.
 from __future__ import annotations
 
 import inspect
+import math
 
 import dm_env
 import numpy as np
@@ -103,6 +104,28 @@ class BsuiteEnvironment:
             return Transition(old, action, reward, None, self.t - 1)
         self.state = self.observe(timestep.observation)
         return Transition(old, action, reward, self.state, self.t - 1, truncated=timestep.last())
+
+    def probe_states(self) -> dict[str, np.ndarray]:
+        """Named observations of bsuite's cartpole experiments to probe a value function at (as
+        rvfx's cartpole offers): "hanging" (θ = π at rest), "upright_still", "upright_spinning"
+        (θ̇ = 5), and a grid θ ∈ {0, π/2, π, 3π/2} x θ̇ ∈ {-2, 0, 2} x x ∈ {-2, 0, 2} at ẋ = 0, t = 0,
+        read through bsuite's own observation. Deterministic; the environment's state is restored.
+        Other experiments: none."""
+        state = getattr(self.raw, "_state", None)
+        if not (hasattr(state, "theta") and hasattr(state, "_replace")):
+            return {}
+        at = {"hanging": (math.pi, 0.0, 0.0), "upright_still": (0.0, 0.0, 0.0), "upright_spinning": (0.0, 5.0, 0.0)}
+        at.update({f"grid_theta{theta:.2f}_thetadot{dtheta:g}_x{x:g}": (theta, dtheta, x)
+                   for theta in (0.0, math.pi / 2, math.pi, 3 * math.pi / 2)
+                   for dtheta in (-2.0, 0.0, 2.0) for x in (-2.0, 0.0, 2.0)})
+        probes = {}
+        try:
+            for name, (theta, theta_dot, x) in at.items():
+                self.raw._state = state._replace(x=x, x_dot=0.0, theta=theta, theta_dot=theta_dot, time_elapsed=0.0)
+                probes[name] = self.observe(self.raw.observation)
+        finally:
+            self.raw._state = state
+        return probes
 
     def episode_metrics(self) -> dict:
         """bsuite's latest log row, its columns prefixed `bsuite_`, and how many rows it has logged."""

@@ -60,6 +60,10 @@ def sizes(algorithm: str, agent, env: str, env_params) -> dict | None:
         ratio = env_params.max_time / env_params.dt          # beyond 2**53 steps: their count, roughly
         out = {"A": 3, "steps": last_time_index(env_params) + 1 if ratio < 2**53 else ratio,
                "inputs": OBSERVATION_SIZES[env_params.observation], "keys": 0}
+    elif env == "bsuite" and env_params.id.startswith("cartpole_swingup"):
+        from rvfx.envs.bsuite import settings  # bsuite's defaults: 10 s at 0.01 s a step
+        kwargs = {"max_time": 10.0, "timescale": 0.01, **settings(env_params.id, env_params.kwargs)[1]}
+        out = {"A": 3, "steps": int(kwargs["max_time"] / kwargs["timescale"] + 1e-9) + 1, "inputs": 8, "keys": 0}
     else:
         return None
     if algorithm in LINEAR:
@@ -92,7 +96,7 @@ def peak_parts(algorithm: str, agent, env: str, env_params, episodes: int, log: 
     z = sizes(algorithm, agent, env, env_params)
     if z is None:
         return parts
-    size_key = SIZE_KEYS[env]
+    size_key = SIZE_KEYS.get(env, "env.id")           # bsuite: the bsuite_id sets the sizes
     if env == "deep_sea":
         parts.append(Part("the deep sea action map", 24 * z["S"] ** 2, size_key))
     elif env == "random_mdp":

@@ -130,6 +130,10 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
            "Why ensemble RLSVI solves bsuite's deep_sea later than bsuite's boot_dqn: the episode solved per "
            "seed in a 2^3 factorial of the settings in which they differ (prior scale, bootstrap masks, replay "
            "size) at N = 10 and 20, boot_dqn's episodes as dashed lines, and the main effects on log2"),
+    Figure("bsuite_cartpole_swingup", ("bsuite_cartpole_swingup",), "rvfx.figures.bsuite_cartpole", "draw",
+           "Positive control for Fig. 17: rvfx's ensemble (Glorot and Haiku initialisation) and DQN against "
+           "bsuite's own boot_dqn on bsuite's cartpole_swingup: returns over episodes, the first episode with "
+           "return > 100 per run (median, 95% CI), episodes > 100, bsuite's score and the verdict"),
     Figure("mountaincar", ("mountaincar",), "rvfx.figures.interop", "fig_mountaincar",
            "Gymnasium MountainCar-v0: ensemble RLSVI vs epsilon-greedy DQN with the same network, returns over "
            "episodes (mean ± 1 s.e. over seeds) and the episode each run first reaches the flag (median, 95% CI)"),

@@ -59,6 +59,19 @@ def band(ax, df: pd.DataFrame, x: str, y: str, label: str, color=None):
     return line
 
 
+def first_success_dots(ax, i: int, times: np.ndarray, budgets: np.ndarray, color) -> None:
+    """At x = i: each run's first success (jittered dots; open triangles at its budget when it never
+    succeeded, NaN) and their median with its 95% CI (`median_ci`)."""
+    ok = np.isfinite(times)
+    x = i + 0.15 * (np.random.default_rng(i).random(len(times)) - 0.5)
+    ax.scatter(x[ok], times[ok], s=12, color=color, alpha=0.6)
+    ax.scatter(x[~ok], np.asarray(budgets)[~ok], marker="^", s=30, facecolors="none", edgecolors=color)
+    med, lo, hi = median_ci(times)
+    if np.isfinite(med):
+        ax.errorbar(i, med, yerr=[[med - lo], [(hi if np.isfinite(hi) else med) - med]], fmt="o", color="k",
+                    capsize=3)
+
+
 def learning_times(runs: pd.DataFrame) -> np.ndarray:
     """The runs' eq. 7.1 learning times as floats, NaN for a censored run."""
     return pd.to_numeric(runs["learning_time"], errors="coerce").to_numpy(float)

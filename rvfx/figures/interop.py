@@ -8,7 +8,7 @@ import pandas as pd
 from rvfx.analysis.final_return import final_returns
 from rvfx.analysis.stats import censored_median, mean_sem_all, median_ci
 from rvfx.experiment.results import experiment_dir, load_table
-from rvfx.figures.common import band, ci_cell, fmt_episodes, learning_times, plt, save, write_table
+from rvfx.figures.common import band, ci_cell, first_success_dots, fmt_episodes, learning_times, plt, save, write_table
 
 BOOT_DQN = "boot_dqn"      # RESULTS/bsuite_deep_sea/boot_dqn/[seed_*/]: bsuite's own logs of its boot_dqn
 SMOOTH = 10                # MountainCar returns: running mean over this many episodes per run
@@ -100,13 +100,8 @@ def fig_mountaincar(results, out):
         band(ax, g, "episode", "smoothed", f"{agent} ({g['run_id'].nunique()} seeds)", color=f"C{i}")
         times = f["first"].to_numpy(float)
         ok = np.isfinite(times)
-        jitter = i + 0.15 * (np.random.default_rng(i).random(len(times)) - 0.5)
-        ax2.scatter(jitter[ok], times[ok], s=12, color=f"C{i}", alpha=0.6)
-        ax2.scatter(jitter[~ok], f["episodes"][~ok], marker="^", s=30, facecolors="none", edgecolors=f"C{i}")
+        first_success_dots(ax2, i, times, f["episodes"].to_numpy(), f"C{i}")
         med, lo, hi = median_ci(times)
-        if np.isfinite(med):
-            ax2.errorbar(i, med, yerr=[[med - lo], [(hi if np.isfinite(hi) else med) - med]], fmt="o", color="k",
-                         capsize=3)
         final = mean_sem_all(final_returns(g).to_frame(), "return")
         rows.append({"agent": agent, "seeds": len(f),
                      "first success: median [95% CI]": ci_cell(med, lo, hi),

@@ -6,6 +6,9 @@ Every `every` episodes, at the episode's start (the buffer then holds whole epis
   G_t = r_t + discount_t G_{t+1} the behaviour's discounted return (discount 0 ends an episode);
 - `flip_rate`: the fraction of those states (every 10th) whose greedy action under member k's
   live weights changes over the next `flip_window` SGD steps, divided by `flip_window`.
+With `prior_spread` (on its own or beside them), once at episode 1: `prior_spread`, per probe
+state, the standard deviation over the K members of the prior beta f(theta0_k; s, a), averaged
+over actions (member -1: all members); the prior never trains, so once is enough.
 Nothing here draws a random number or writes the agent's state, so turning it on changes no result.
 """
 from __future__ import annotations
@@ -33,9 +36,10 @@ def recent_indices(size: int, next_slot: int, capacity: int, n: int) -> np.ndarr
 
 
 class EnsembleDiagnostics:
-    def __init__(self, agent, probes: dict, every: int, recent: int = 10_000, flip_window: int = 25,
-                 chunk: int = 2_000):
+    def __init__(self, agent, probes: dict, every: int, prior_spread: bool = False, recent: int = 10_000,
+                 flip_window: int = 25, chunk: int = 2_000):
         self.agent, self.every, self.recent = agent, every, recent
+        self.prior_spread = prior_spread
         self.flip_window, self.chunk = flip_window, chunk
         self.probe_names = list(probes)
         self.probe_codes = (np.stack([np.asarray(agent.rep.encode(s), agent.rep.code_dtype) for s in probes.values()])
@@ -53,8 +57,19 @@ class EnsembleDiagnostics:
         steps = self.agent.sgd_steps
         self.rows.extend((episode, steps, metric, probe, k, float(v)) for k, v in enumerate(values))
 
+    def _prior_spread(self, episode: int) -> None:
+        """s.d. over members of the prior on each probe state, mean over actions (no prior: 0)."""
+        rep, ens = self.agent.rep, self.agent.ensemble
+        prior = ens.prior(rep.inputs(self.probe_codes))                     # (K, P, A) or None
+        names = self.probe_names
+        spread = np.zeros(len(names)) if prior is None else prior.astype(np.float64).std(axis=0).mean(axis=1)
+        steps = self.agent.sgd_steps
+        self.rows.extend((episode, steps, "prior_spread", name, -1, float(v)) for name, v in zip(names, spread))
+
     def episode_start(self, episode: int) -> None:
-        if (episode - 1) % self.every:
+        if self.prior_spread and episode == 1 and self.probe_codes is not None:
+            self._prior_spread(episode)
+        if not self.every or (episode - 1) % self.every:
             return
         if self.probe_codes is not None:
             q_max = self._values(self.probe_codes).max(axis=2)                 # (K, P)

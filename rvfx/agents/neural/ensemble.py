@@ -68,6 +68,16 @@ class EnsembleParams:
         "doc": "every this many episodes, write each member's Q on the environment's probe states, its "
                "over-estimation on recent transitions and its greedy-action flip rate to diagnostics.csv "
                "(0: off; draws no random numbers, so it changes no result)"})
+    init: Literal["glorot_uniform", "haiku_default"] = field(default="glorot_uniform", metadata={
+        "added_later": True,
+        "doc": "initial weights of the trained and the prior networks (biases zero): glorot_uniform "
+               "U(+-sqrt(6/(fan_in+fan_out))) (the paper) | haiku_default: Haiku's Linear default, "
+               "(1/sqrt(fan_in)) x a standard normal truncated to [-2, 2] (bsuite's boot_dqn)"})
+    prior_spread: bool = field(default=False, metadata={
+        "added_later": True,
+        "doc": "write the members' prior spread (s.d. over members of beta f(theta0_k; s, a), mean over "
+               "actions) on the environment's probe states to diagnostics.csv at episode 1 (draws no "
+               "random numbers, so it changes no result)"})
     representation: RepresentationKind = field(default="observation", metadata={
         "renamed": {"observation": "pixels"},
         "doc": "network input: observation (the environment's own: deep sea's one-hot N x N image, "
@@ -244,7 +254,7 @@ class EnsembleRLSVI:
         hidden = tuple(h for h in (params.hidden1, params.hidden2) if h > 0)
         block_size = representation.block_size
         self.net = EnsembleMLP(representation.input_dim, hidden, num_actions,
-                               index_input=representation.index_input, block_size=block_size)
+                               index_input=representation.index_input, block_size=block_size, init=params.init)
         # block inputs of a finite code set: prior and target values cached per code (exact)
         key_inputs = representation.all_inputs() if block_size and isinstance(representation, FiniteCodes) else None
         self.ensemble = PriorEnsemble(self.net, params.K, rng, params.prior_scale,
@@ -363,7 +373,7 @@ def make_ensemble_agent(params: EnsembleParams, env, rng: np.random.Generator) -
     action count come from the environment; a linear basis is drawn from the agent's `rng`."""
     rep = representation_for(env, params.representation, params.M, params.basis, rng)
     agent = EnsembleRLSVI(params, rep, env.num_actions, rng)
-    if params.diagnostics_every:
+    if params.diagnostics_every or params.prior_spread:
         probes = env.probe_states() if isinstance(env, ProbeStates) else {}
-        agent.diagnostics = EnsembleDiagnostics(agent, probes, params.diagnostics_every)
+        agent.diagnostics = EnsembleDiagnostics(agent, probes, params.diagnostics_every, params.prior_spread)
     return agent

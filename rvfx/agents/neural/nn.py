@@ -16,7 +16,7 @@ members differ by their weights, priors and data perturbations), so:
 
 `PriorEnsemble` adds the randomized prior functions of Section 7.2.1
 (Osband et al., 2018): Q_k = f(theta_k) + beta * f(theta0_k), with theta0_k held
-at its Glorot draw. Everything is float32 unless asked otherwise; scalars are
+at its initial draw (`INITS`). Everything is float32 unless asked otherwise; scalars are
 Python floats so that arithmetic never silently upcasts to float64.
 """
 from __future__ import annotations
@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+from scipy import special
 
 
 class BlockInput(NamedTuple):
@@ -122,6 +123,29 @@ def _sum_batch(d: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return d.sum(axis=1, out=out)
 
 
+def glorot_uniform(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """U(+-sqrt(6/(fan_in+fan_out))) for weights of shape (..., fan_in, fan_out) (Glorot & Bengio, 2010;
+    the paper's initialisation)."""
+    limit = math.sqrt(6.0 / (shape[-2] + shape[-1]))
+    return rng.uniform(-limit, limit, shape)
+
+
+TRUNCATION = 2.0     # haiku.initializers.TruncatedNormal's default bounds, in units of its stddev
+
+
+def haiku_default(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """haiku.Linear's default weights: TruncatedNormal(stddev=1/sqrt(fan_in)), i.e. (1/sqrt(fan_in)) z with z
+    a standard normal truncated to [-2, 2] (so the weights' s.d. is 0.880/sqrt(fan_in): Haiku does not
+    rescale here, unlike VarianceScaling). What bsuite's boot_dqn draws through hk.nets.MLP. One uniform
+    per weight through the inverse normal CDF, so the draw count is fixed."""
+    lo = special.ndtr(-TRUNCATION)
+    u = rng.uniform(lo, 1.0 - lo, shape)
+    return special.ndtri(u) / math.sqrt(shape[-2])
+
+
+INITS = {"glorot_uniform": glorot_uniform, "haiku_default": haiku_default}
+
+
 class Tape:
     """Activations of one forward pass, kept for `backward`, in buffers reused across calls."""
 
@@ -153,8 +177,12 @@ class EnsembleMLP:
     """
 
     def __init__(self, input_dim: int, hidden: Sequence[int], output_dim: int,
-                 index_input: bool = False, dtype=np.float32, block_size: int = 0):
+                 index_input: bool = False, dtype=np.float32, block_size: int = 0,
+                 init: str = "glorot_uniform"):
         self.sizes = [int(input_dim), *map(int, hidden), int(output_dim)]
+        if init not in INITS:
+            raise ValueError(f"unknown init {init!r} ({', '.join(INITS)})")
+        self.init_scheme = init
         self.index_input = index_input
         self.block_size = int(block_size)
         if self.block_size and (index_input or input_dim % self.block_size):
@@ -168,11 +196,10 @@ class EnsembleMLP:
         return self.index_input or self.block_size > 0
 
     def init(self, rng: np.random.Generator, num_members: int) -> list[np.ndarray]:
-        """Glorot-uniform weights, U(+-sqrt(6/(fan_in+fan_out))) per member, zero biases (Glorot & Bengio, 2010)."""
+        """Weights drawn per member by `init_scheme` (`INITS`), zero biases."""
         params = []
         for l, (fan_in, fan_out) in enumerate(zip(self.sizes[:-1], self.sizes[1:])):
-            limit = math.sqrt(6.0 / (fan_in + fan_out))
-            w = rng.uniform(-limit, limit, (num_members, fan_in, fan_out)).astype(self.dtype)
+            w = INITS[self.init_scheme](rng, (num_members, fan_in, fan_out)).astype(self.dtype)
             params.append(np.ascontiguousarray(w.transpose(1, 0, 2)) if l == 0 else w)
             params.append(np.zeros((num_members, fan_out), self.dtype))
         return params
