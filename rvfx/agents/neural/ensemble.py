@@ -182,8 +182,7 @@ class EnsembleBuffer:
         reward = self.reward[idx]
         weight = None
         if self.mask is not None:
-            weight = self.mask[idx].T.astype(np.float32)
-            weight *= 2.0
+            weight = np.multiply(self.mask[idx].T, np.float32(2.0), dtype=np.float32)   # 2 m_t^k
         elif self.noise is not None:
             reward = reward + self.noise[idx].T
         priors = (None, None) if self.prior is None else \

@@ -117,10 +117,10 @@ def _sum_batch(d: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     if bk.flags.c_contiguous and (out is None or out.flags.c_contiguous):
         flat = bk.reshape(bk.shape[0], -1)
         if out is None:
-            return flat.sum(axis=0).reshape(d.shape[0], d.shape[2])
-        np.sum(flat, axis=0, out=out.reshape(-1))
+            return np.add.reduce(flat, axis=0).reshape(d.shape[0], d.shape[2])
+        np.add.reduce(flat, axis=0, out=out.reshape(-1))
         return out
-    return d.sum(axis=1, out=out)
+    return np.add.reduce(d, axis=1, out=out)
 
 
 def glorot_uniform(rng: np.random.Generator, shape: tuple) -> np.ndarray:
@@ -151,18 +151,25 @@ class Tape:
 
     def __init__(self):
         self._bufs: dict[str, np.ndarray] = {}
+        self._views: dict[str, np.ndarray] = {}
         self.x = None
         self.groups = None                   # block inputs: how the batch was grouped by block
         self.acts: list[np.ndarray] = []
         self.masks: list[np.ndarray] = []
 
     def buf(self, name: str, shape: tuple, dtype) -> np.ndarray:
-        """A contiguous scratch array of `shape`, carved from a buffer that only ever grows."""
+        """A contiguous scratch array of `shape`, carved from a buffer that only ever grows.
+
+        The last view handed out under `name` is kept, so a repeated shape costs one lookup."""
+        view = self._views.get(name)
+        if view is not None and view.shape == shape and view.dtype == dtype:
+            return view
         size = math.prod(shape)
         b = self._bufs.get(name)
         if b is None or b.size < size or b.dtype != dtype:
             b = self._bufs[name] = np.empty(max(size, 1), dtype)
-        return b[:size].reshape(shape)
+        view = self._views[name] = b[:size].reshape(shape)
+        return view
 
 
 class EnsembleMLP:
@@ -255,6 +262,8 @@ class EnsembleMLP:
         K, dt, B = params[1].shape[0], self.dtype, x.shape[0]
         new = (lambda name, shape: tape.buf(name, shape, dt)) if tape is not None \
             else (lambda name, shape: np.empty(shape, dt))
+        new_bool = (lambda name, shape: tape.buf(name, shape, np.bool_)) if tape is not None \
+            else (lambda name, shape: np.empty(shape, np.bool_))
         width = self.sizes[1]
         z = new("z0", (B, K, width))
         w1 = params[0].reshape(self.sizes[0], K * width)
@@ -268,8 +277,10 @@ class EnsembleMLP:
         z += params[1]
         acts, masks = [], []
         for l in range(1, self.num_layers):
+            positive = new_bool(f"p{l}", z.shape)
             mask = new(f"m{l}", z.shape)                   # ReLU' as 0/1 floats: the products below
-            np.greater(z, 0.0, out=mask, casting="unsafe")  # are plain float multiplies (2x a bool mask's)
+            np.greater(z, 0.0, out=positive)               # are plain float multiplies (2x a bool mask's);
+            np.copyto(mask, positive)                      # bool then a copy beats a casting comparison
             z *= mask
             acts.append(z)
             masks.append(mask)
@@ -297,10 +308,7 @@ class EnsembleMLP:
             inp = tape.acts[l - 1]                            # (B, K, in) post-ReLU
             grads[2 * l] = np.matmul(inp.transpose(1, 2, 0), d, out=out[2 * l])
             prev = tape.buf(f"d{l - 1}", inp.shape, self.dtype)
-            w = params[2 * l]
-            w_t = tape.buf(f"wt{l}", (w.shape[0], w.shape[2], w.shape[1]), self.dtype)
-            np.copyto(w_t, w.transpose(0, 2, 1))             # BLAS runs faster on a contiguous W^T
-            np.matmul(d, w_t, out=prev.transpose(1, 0, 2))
+            np.matmul(d, params[2 * l].transpose(0, 2, 1), out=prev.transpose(1, 0, 2))   # W^T as a view
             prev *= tape.masks[l - 1]                         # ReLU'
             d = prev.transpose(1, 0, 2)
         width = self.sizes[1]
@@ -537,7 +545,9 @@ class PriorEnsemble:
             return self._target_cache[keys].transpose(1, 0, 2)
         f = self.net.forward(self.target_params if target else self.params, x, tape)
         p = self.prior(x) if prior is None else prior
-        return f if p is None else f + p
+        if p is not None:
+            f += p                               # f is fresh or the tape's scratch: add in place
+        return f
 
     def snapshot(self, k: int) -> list[np.ndarray]:
         """A copy of member k's online weights (a one-member ensemble), to act with while SGD goes on."""
