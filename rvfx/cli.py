@@ -322,27 +322,31 @@ def _configs_dir() -> Path:
 @click.option("--out", type=click.Path(file_okay=False), default="figures", show_default=True,
               help="where report.md and report.html go, beside the figures they show")
 @click.option("--claims", "claims_path", type=click.Path(dir_okay=False), default="claims.yaml", show_default=True)
-@click.option("--readme", type=click.Path(dir_okay=False), default=None,
-              help="also fill (with --check: compare) the blocks <!-- report:begin ID --> ... <!-- report:end -->")
+@click.option("--readme", type=click.Path(dir_okay=False, exists=True), multiple=True,
+              help="also fill (with --check: compare) the blocks <!-- report:begin ID --> ... <!-- report:end -->, "
+                   "table and results-at-a-glance blocks of this file (repeatable)")
+@click.option("--docs", "docs_dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="likewise for every Markdown file under this folder (the results pages)")
 @click.option("--strict", is_flag=True, help="exit 1 unless every claim holds on complete results")
 @click.option("--check", is_flag=True, help="write nothing; exit 1 where the report files or README blocks "
                                             "differ from the results")
-def report(results_dir, out, claims_path, readme, strict, check):
+def report(results_dir, out, claims_path, readme, docs_dir, strict, check):
     """Test every claim of claims.yaml on the result tables: verdicts in OUT/report.md and OUT/report.html."""
     from rvfx.report.claims import evaluate
-    from rvfx.report.readme import check_files, write_files
+    from rvfx.report.readme import check_files, results_scale, write_files
     from rvfx.report.registry import RegistryError, load_registry
     from rvfx.report.render import summary_line
-    readme_path = Path(readme) if readme else None
+    pages = [Path(p) for p in readme] + (sorted(Path(docs_dir).rglob("*.md")) if docs_dir else [])
     try:
         registry = load_registry(claims_path)
         outcomes = evaluate(registry, Path(results_dir))
+        scale = results_scale(Path(results_dir))
         if check:
-            problems = check_files(registry, outcomes, Path(out), readme_path)
+            problems = check_files(registry, outcomes, Path(out), scale, pages)
         else:
             problems = []
             click.echo("report: " + ", ".join(str(p) for p in write_files(registry, outcomes, Path(out),
-                                                                            readme_path)))
+                                                                            scale, pages)))
     except RegistryError as err:
         _fail(str(err), 2)
     except _unreadable_tables() as err:

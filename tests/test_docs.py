@@ -1,0 +1,40 @@
+"""The user docs (README.md and docs/**/*.md) say what rvfx is and does, not how its results came
+about: no dates, no commit hashes, no issue numbers (that history lives in CHANGELOG.md); and the
+generated reference pages are what the generator writes today."""
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+# a commit-like hash: 7 to 40 hex digits, at least one a-f letter and one digit ("deadbeef" is a word)
+HASH = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+ISSUE = re.compile(r"(?<![&\w/])#\d+\b")
+
+
+def user_docs() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def history(text: str) -> list[tuple[int, str]]:
+    """(line, what) of every date, commit-like hash and issue reference in `text`."""
+    return [(i, m.group(0)) for i, line in enumerate(text.splitlines(), 1)
+            for pattern in (DATE, HASH, ISSUE) for m in pattern.finditer(line)]
+
+
+def test_the_check_finds_dates_hashes_and_issue_numbers_and_spares_numbers_and_words():
+    old = ("Rerun with the per-episode copy (100 of 100 runs, 2026-11-29 01:01-04:44) against the\n"
+           "live-weights sweep (commit 620ebca); see #14 and README of commit e44ee08.\n"
+           "the run 117e895223720856 was named `inf`")
+    assert sorted(w for _, w in history(old)) == sorted(["2026-11-29", "620ebca", "#14", "e44ee08", "117e895223720856"])
+    plain = ("v = 1e-3, seeds 100-119, N = 10, 1,000 episodes, a deadbeef word, step 2d, "
+             "[link](page.md#fig-4), &#8722;1, 2^(7-3), 0.0138 [0.0134, 0.0142]")
+    assert history(plain) == []
+
+
+@pytest.mark.parametrize("path", user_docs(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_user_docs_hold_no_run_history(path):
+    found = history(path.read_text(encoding="utf-8"))
+    assert not found, f"{path.relative_to(ROOT)}: run history belongs in CHANGELOG.md: " + ", ".join(
+        f"line {i}: {w}" for i, w in found)
