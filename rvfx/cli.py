@@ -383,6 +383,33 @@ def export(results_dir, out, claims_path, scale):
     click.echo(f"export: {len(written)} experiment(s) -> {out}" + "".join(f"\n  {p}" for p in written))
 
 
+@main.command("docs")
+@click.option("--out", type=click.Path(file_okay=False), default="docs/reference", show_default=True)
+@click.option("--check", is_flag=True, help="write nothing; exit 1 naming each page that differs from the code")
+def docs_(out, check):
+    """Write the reference pages (spec keys, experiments, agents, environments, figures, parameters)
+    from the registries, so that the docs cannot drift from the code."""
+    from rvfx.experiment.results import write_atomic_text
+    from rvfx.reference import reference_pages
+    pages = reference_pages(_configs_dir())
+    if check:
+        stale = [name for name, text in pages.items()
+                 if not (Path(out) / name).is_file() or (Path(out) / name).read_text(encoding="utf-8") != text]
+        for name in stale:
+            click.echo(f"{Path(out) / name}: differs from the code (run rvfx docs --out {out})", err=True)
+        click.echo(f"docs: {len(pages) - len(stale)} of {len(pages)} reference pages up to date")
+        if stale:
+            sys.exit(1)
+        return
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        for name, text in pages.items():
+            write_atomic_text(Path(out) / name, text)
+    except OSError as err:
+        _fail(f"--out {out}: {_os_error(err)}", 2)
+    click.echo(f"docs: {len(pages)} reference pages -> {out}")
+
+
 @main.command("list")
 def list_():
     """Show experiments (configs/), figures, agents and environments with their parameters."""

@@ -38,3 +38,32 @@ def test_user_docs_hold_no_run_history(path):
     found = history(path.read_text(encoding="utf-8"))
     assert not found, f"{path.relative_to(ROOT)}: run history belongs in CHANGELOG.md: " + ", ".join(
         f"line {i}: {w}" for i, w in found)
+
+
+def test_the_reference_pages_are_what_the_generator_writes(tmp_path):
+    """docs/reference/ cannot drift from the registries: `rvfx docs --check` compares every page."""
+    from cli_helpers import invoke
+
+    from rvfx.reference import reference_pages
+    pages = reference_pages(ROOT / "configs")
+    for name, text in pages.items():
+        assert (ROOT / "docs" / "reference" / name).read_text(encoding="utf-8") == text, \
+            f"docs/reference/{name} is stale: run rvfx docs"
+    assert invoke("docs", "--check").exit_code == 0
+    stale = invoke("docs", "--out", tmp_path, "--check")
+    assert stale.exit_code == 1 and "agents.md: differs from the code" in stale.output
+    assert invoke("docs", "--out", tmp_path).exit_code == 0
+    assert invoke("docs", "--out", tmp_path, "--check").exit_code == 0
+    agents = (tmp_path / "agents.md").read_text()
+    assert "## `grlsvi`" in agents and "| `v` | expr | `'H**2/25'` | > 0.0 |" in agents
+
+
+def test_the_readme_is_short_and_opens_with_the_results_and_the_two_commands():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300
+    head = "\n".join(lines[:60])
+    assert "<!-- glance:begin -->" in head and "<!-- glance:end -->" in head
+    assert re.search(r"```sh\nmake reproduce +#.*\nmake test +#.*\n```", head)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^make reproduce$", ci, re.M) and re.search(r"^make test$", ci, re.M)
+    assert "pip install 'rvfx" not in "\n".join(lines)        # no claim of a registry release

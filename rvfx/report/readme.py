@@ -80,12 +80,11 @@ def figure_sections(pages: dict, registry: dict) -> dict:
 
 
 def _verdicts(group: list) -> str:
-    c = {v: sum(o.verdict == v for o in group) for v in ("holds", "differs", "inconclusive")}
-    words = {"holds": ("holds", "hold"), "differs": ("differs", "differ"), "inconclusive": ("inconclusive",) * 2}
-    text = ", ".join(f"**{n} {words[v][n > 1]}**" if v == "holds" else f"{n} {words[v][n > 1]}"
-                     for v, n in c.items() if n)
-    partial = sum(bool(o.problem) for o in group)
-    return text + (f" ({partial} on partial results)" if partial else "")
+    """Each claim's verdict, grouped: "**holds**: optimal, myopic; **differs**: egreedy", claims named
+    by their id less its figure prefix (fig4_, table1_, thm1_), "(partial)" after one on partial results."""
+    names = {v: [re.sub(r"^(fig|table|thm)\d+_", "", o.claim["id"]) + (" (partial)" if o.problem else "")
+                 for o in group if o.verdict == v] for v in ("holds", "differs", "inconclusive")}
+    return "; ".join(f"**{v}**: {', '.join(n)}" for v, n in names.items() if n)
 
 
 def glance_markdown(registry: dict, outcomes: list, pages: dict, at: Path) -> str:
