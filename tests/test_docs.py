@@ -1,7 +1,10 @@
 """The user docs (README.md and docs/**/*.md) say what rvfx is and does, not how its results came
 about: no dates, no commit hashes, no issue numbers (that history lives in CHANGELOG.md); and the
 generated reference pages are what the generator writes today."""
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,3 +70,26 @@ def test_the_readme_is_short_and_opens_with_the_results_and_the_two_commands():
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^make reproduce$", ci, re.M) and re.search(r"^make test$", ci, re.M)
     assert "pip install 'rvfx" not in "\n".join(lines)        # no claim of a registry release
+
+
+def test_the_docs_site_builds_strictly_and_every_results_page_shows_its_figures_and_verdicts(tmp_path):
+    """mkdocs build --strict (a broken link fails it); each results page of the site holds images that
+    exist in the site as PNG files, and the verdict tables of its claims."""
+    mkdocs = Path(sys.executable).parent / "mkdocs"
+    if not mkdocs.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("mkdocs not installed: .ci/run installs the docs extra")
+        pytest.skip("mkdocs not installed (pip install -e '.[docs]'); CI runs this test")
+    site = tmp_path / "site"
+    done = subprocess.run([str(mkdocs), "build", "--strict", "--quiet", "--site-dir", str(site)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for page in sorted((ROOT / "docs" / "results").glob("*.md")):
+        html = (site / "results" / page.stem / "index.html").read_text(encoding="utf-8")
+        images = re.findall(r'<img [^>]*src="([^"]+)"', html)
+        assert images, f"{page.name}: no figure"
+        for src in images:
+            path = (site / "results" / page.stem / src).resolve()
+            assert path.is_file() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{page.name}: {src}"
+        if "report:begin" in page.read_text(encoding="utf-8"):
+            assert "<table>" in html and re.search(r"<strong>(holds|differs|inconclusive)</strong>", html)

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from rvfx.cli import main
 from rvfx.core.live import log_grid
 from rvfx.figures import FIGURES
-from rvfx.report.claims import combine, evaluate_claim
 from rvfx.report import render
+from rvfx.report.claims import combine, evaluate_claim
 from rvfx.report.readme import paper_numbers, readme_blocks, results_scale, stray_numbers
 from rvfx.report.registry import RegistryError, load_registry
 from rvfx.report.render import README_GROUPS, block_markdown

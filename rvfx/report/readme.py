@@ -11,7 +11,7 @@ from pathlib import Path
 from rvfx.experiment.results import experiment_dir, load_spec_value, write_atomic_text
 from rvfx.figures import FIGURES
 from rvfx.report.registry import RegistryError
-from rvfx.report.render import README_GROUPS, md_cell, block_markdown, render_html, render_markdown
+from rvfx.report.render import README_GROUPS, block_markdown, md_cell, render_html, render_markdown
 from rvfx.report.statistics import num
 
 MARKER = re.compile(r"<!-- report:begin (\S+) -->\n(.*?)<!-- report:end -->", re.S)
@@ -104,7 +104,8 @@ def glance_markdown(registry: dict, outcomes: list, pages: dict, at: Path) -> st
         page, heading = sections.get(fig, (None, ""))
         result, _, words = heading.partition(": ") if ": " in heading else (label, "", heading or entry["paper"])
         link = f"[{Path(page).stem}]({Path(os.path.relpath(page, Path(at).parent)).as_posix()})" if page else "–"
-        rows.append((_paper_key(result), f"| {md_cell(result)} | {md_cell(words)} | {_verdicts(by_figure[fig])} | {link} |"))
+        verdicts = _verdicts(by_figure[fig])
+        rows.append((_paper_key(result), f"| {md_cell(result)} | {md_cell(words)} | {verdicts} | {link} |"))
     lines = ["| result | the paper's claim | verdicts of its claims | page |", "|---|---|---|---|"]
     return "\n".join(lines + [r for _, r in sorted(rows, key=lambda r: r[0])]) + "\n"
 
