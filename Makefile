@@ -1,8 +1,8 @@
 # rvfx: `make reproduce` runs every spec at SCALE, draws every figure, exports the per-run tables
 # the claims read beside the figures (FIGS/<experiment>/) and tests the paper's claims on them
 # (report.md, report.html; verdicts, never a failure); with FIGS=figures/paper it also fills the
-# README's report blocks. `make check-paper` checks the committed paper report and README blocks
-# against the committed paper tables. `make test` runs the linters (`make lint`: ruff, and
+# report blocks of the README and of docs/ (the results pages). `make check-paper` checks the
+# committed paper report and those blocks against the committed paper tables. `make test` runs the linters (`make lint`: ruff, and
 # import-linter's layer contracts) and the tests.
 SCALE ?= ci
 JOBS ?= 2
@@ -15,7 +15,8 @@ BSUITE_VENV := .venv-bsuite
 SPECS := $(sort $(wildcard configs/*.yaml))
 
 PAPER := figures/paper
-README_BLOCKS := $(if $(filter $(PAPER) $(PAPER)/,$(FIGS)),--readme README.md)
+PAGES := --readme README.md --docs docs
+README_BLOCKS := $(if $(filter $(PAPER) $(PAPER)/,$(FIGS)),$(PAGES))
 
 .PHONY: install bsuite-venv reproduce run plot export report check-paper lint test bench clean
 
@@ -49,7 +50,7 @@ report: install
 	$(RVFX) report --results $(FIGS) --out $(FIGS) $(README_BLOCKS)
 
 check-paper: install
-	$(RVFX) report --results $(PAPER) --out $(PAPER) --readme README.md --check
+	$(RVFX) report --results $(PAPER) --out $(PAPER) $(PAGES) --check
 
 reproduce: run plot export report
 

@@ -354,27 +354,31 @@ def _preflight(out: str, exp) -> None:
 @click.option("--out", type=click.Path(file_okay=False), default="figures", show_default=True,
               help="where report.md and report.html go, beside the figures they show")
 @_claims_option()
-@click.option("--readme", type=click.Path(dir_okay=False), default=None,
-              help="also fill (with --check: compare) the blocks <!-- report:begin ID --> ... <!-- report:end -->")
+@click.option("--readme", type=click.Path(dir_okay=False, exists=True), multiple=True,
+              help="also fill (with --check: compare) the blocks <!-- report:begin ID --> ... <!-- report:end -->, "
+                   "table and results-at-a-glance blocks of this file (repeatable)")
+@click.option("--docs", "docs_dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="likewise for every Markdown file under this folder (the results pages)")
 @click.option("--strict", is_flag=True, help="exit 1 unless every claim holds on complete results")
 @click.option("--check", is_flag=True, help="write nothing; exit 1 where the report files or README blocks "
                                             "differ from the results")
-def report(results_dir, out, claims_path, readme, strict, check):
+def report(results_dir, out, claims_path, readme, docs_dir, strict, check):
     """Test every claim of claims.yaml on the result tables: verdicts in OUT/report.md and OUT/report.html."""
     from rvfx.report.claims import evaluate
-    from rvfx.report.readme import check_files, write_files
+    from rvfx.report.readme import check_files, results_scale, write_files
     from rvfx.report.registry import RegistryError, load_registry
     from rvfx.report.render import summary_line
-    readme_path = Path(readme) if readme else None
+    pages = [Path(p) for p in readme] + (sorted(Path(docs_dir).rglob("*.md")) if docs_dir else [])
     try:
         registry = load_registry(claims_path)
         outcomes = evaluate(registry, Path(results_dir))
+        scale = results_scale(Path(results_dir))
         if check:
-            problems = check_files(registry, outcomes, Path(out), readme_path)
+            problems = check_files(registry, outcomes, Path(out), scale, pages)
         else:
             problems = []
             click.echo("report: " + ", ".join(str(p) for p in write_files(registry, outcomes, Path(out),
-                                                                            readme_path)))
+                                                                            scale, pages)))
     except RegistryError as err:
         _fail(str(err), 2)
     except _unreadable_tables() as err:
@@ -409,6 +413,33 @@ def export(results_dir, out, claims_path, scale):
     except _unreadable_tables() as err:
         _fail(_unreadable(results_dir, _experiments_in(results_dir), err), 2)
     click.echo(f"export: {len(written)} experiment(s) -> {out}" + "".join(f"\n  {p}" for p in written))
+
+
+@main.command("docs")
+@click.option("--out", type=click.Path(file_okay=False), default="docs/reference", show_default=True)
+@click.option("--check", is_flag=True, help="write nothing; exit 1 naming each page that differs from the code")
+def docs_(out, check):
+    """Write the reference pages (spec keys, experiments, agents, environments, figures, parameters)
+    from the registries, so that the docs cannot drift from the code."""
+    from rvfx.experiment.results import write_atomic_text
+    from rvfx.reference import reference_pages
+    pages = reference_pages(shipped.CONFIGS)
+    if check:
+        stale = [name for name, text in pages.items()
+                 if not (Path(out) / name).is_file() or (Path(out) / name).read_text(encoding="utf-8") != text]
+        for name in stale:
+            click.echo(f"{Path(out) / name}: differs from the code (run rvfx docs --out {out})", err=True)
+        click.echo(f"docs: {len(pages) - len(stale)} of {len(pages)} reference pages up to date")
+        if stale:
+            sys.exit(1)
+        return
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        for name, text in pages.items():
+            write_atomic_text(Path(out) / name, text)
+    except OSError as err:
+        _fail(f"--out {out}: {_os_error(err)}", 2)
+    click.echo(f"docs: {len(pages)} reference pages -> {out}")
 
 
 LISTED = ("experiments", "figures", "agents", "envs")

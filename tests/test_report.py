@@ -15,8 +15,9 @@ from click.testing import CliRunner
 from rvfx.cli import main
 from rvfx.core.live import log_grid
 from rvfx.figures import FIGURES
+from rvfx.report import render
 from rvfx.report.claims import combine, evaluate_claim
-from rvfx.report.readme import paper_numbers, readme_blocks, stray_numbers
+from rvfx.report.readme import paper_numbers, readme_blocks, results_scale, stray_numbers
 from rvfx.report.registry import RegistryError, load_registry
 from rvfx.report.render import README_GROUPS, block_markdown
 from rvfx.report.rules import order_verdict, rule_verdict
@@ -486,3 +487,82 @@ def test_a_readme_table_block_shows_the_committed_table_and_check_catches_an_edi
     readme.write_text(filled.replace(name, "figs/no_such_table.md"))
     missing = CliRunner().invoke(main, args + ["--check"])
     assert missing.exit_code != 0 and "README table block names no file" in missing.output
+
+
+# ----------------------------------------------------------------------------- scale, aggregation, pages
+
+ROOT = CONFIGS.parent
+
+
+def test_a_ci_scale_report_says_so_in_its_title_and_first_line_and_the_paper_report_says_paper_scale(tiny):
+    assert invoke("report", "--results", tiny / "results", "--out", tiny / "figs").exit_code == 0
+    md = (tiny / "figs" / "report.md").read_text().splitlines()
+    assert md[0] == "# The paper's claims, tested: CI scale"
+    assert md[2].startswith("**CI scale: a smoke test of the pipeline, not the paper's results")
+    page = (tiny / "figs" / "report.html").read_text()
+    assert "<title>rvfx: the paper's claims, tested: CI scale</title>" in page
+    assert "<h1>The paper's claims, tested: CI scale</h1><p><b>CI scale: a smoke test of the pipeline" in page
+    paper = (ROOT / "figures" / "paper" / "report.md").read_text().splitlines()
+    assert paper[0] == "# The paper's claims, tested: paper scale" and paper[2].startswith("**Paper scale:")
+
+
+def test_the_scale_is_read_from_each_experiments_resolved_spec(tmp_path):
+    assert results_scale(tmp_path) == "no results"
+    for exp, scale in (("a", "ci"), ("b", "paper"), ("c", "ci")):
+        (tmp_path / exp).mkdir()
+        (tmp_path / exp / "spec.yaml").write_text(f"scale: {scale}\nexperiment: {exp}\n")
+        (tmp_path / exp / "runs.csv").write_text("run_id\n")
+    (tmp_path / "d").mkdir()   # no runs.csv: not a collected experiment
+    assert results_scale(tmp_path) == "mixed (ci: a, c; paper: b)"
+    assert "only the paper-scale report" in render.scale_banner(results_scale(tmp_path))[1]
+
+
+def test_report_html_renders_inline_code_and_leaves_no_backtick(tiny):
+    assert invoke("report", "--results", tiny / "results", "--out", tiny / "figs").exit_code == 0
+    page = (tiny / "figs" / "report.html").read_text()
+    text = page.split("<script>")[0]
+    assert "`" not in text
+    assert "<code>env.treasure</code>" in text       # fig4's where clause, `env.treasure` in report.md
+    assert "`env.treasure`" in (tiny / "figs" / "report.md").read_text()
+
+
+def test_a_block_says_how_many_groups_hold_and_how_they_combine(tmp_path):
+    runs = pd.concat([scaling(lambda n: n ** 2, agent="m5").assign(**{"agent.M": 5}),
+                      scaling(lambda n: n ** 4, agent="m10").assign(**{"agent.M": 10}),
+                      scaling(lambda n: n ** 5, agent="m20").assign(**{"agent.M": 20})], ignore_index=True)
+    out = judge(tmp_path, runs, SLOPE, {"kind": "about", "target": 2}, by=["agent.M"], aggregate="any")
+    assert out.verdict == "holds"
+    assert block_markdown(out, RULES).splitlines()[0].endswith(
+        '1 of 3 groups holds, 2 differ; aggregate "any": holds when some group holds, differs when every '
+        'group differs.')
+    every = judge(tmp_path, runs, SLOPE, {"kind": "about", "target": 2}, by=["agent.M"])
+    assert 'aggregate "all": holds when every group holds' in block_markdown(every, RULES)
+    single = judge(tmp_path, runs[runs["agent.M"] == 5], SLOPE, {"kind": "about", "target": 2})
+    assert "aggregate" not in block_markdown(single, RULES)
+
+
+def test_the_glance_table_has_a_row_per_paper_figure_named_by_its_pages_heading(tiny, tmp_path):
+    readme, pages = tmp_path / "README.md", tmp_path / "docs" / "results"
+    pages.mkdir(parents=True)
+    readme.write_text("# r\n\n<!-- glance:begin -->\n<!-- glance:end -->\n")
+    (pages / "tabular.md").write_text("# Tabular\n\n## Fig. 5: slopes like the bounds\n\n"
+                                      "<!-- report:begin fig5_rlsvi_slope -->\n<!-- report:end -->\n")
+    args = ["report", "--results", str(tiny / "results"), "--out", str(tiny / "figs"), "--readme", str(readme),
+            "--docs", str(tmp_path / "docs")]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    rows = [ln for ln in readme.read_text().splitlines() if ln.startswith("| ") and "---" not in ln][1:]
+    reg = load_registry(CLAIMS)
+    paper = [f for f, e in reg["figures"].items() if "paper" in e]
+    assert len(rows) == len(paper)
+    fig5 = next(r for r in rows if r.startswith("| Fig. 5 |"))
+    assert fig5.startswith("| Fig. 5 | slopes like the bounds | ") and fig5.endswith(
+        "| [tabular](docs/results/tabular.md) |")
+    assert "rlsvi_slope" in fig5 and "ucrl2_slope" in fig5          # every claim of Fig. 5, by name
+    fig4 = next(r for r in rows if r.startswith("| Fig. 4 |"))
+    assert fig4.endswith("| – |") and "fig:tabular_regret" in fig4  # no page holds its blocks
+    assert [r.split(" | ")[0] for r in rows][:2] == ["| Table 1", "| Theorem 1"]
+    assert (pages / "tabular.md").read_text().count("**") >= 2       # the page's block filled too
+    assert CliRunner().invoke(main, args + ["--check"]).exit_code == 0
+    readme.write_text(readme.read_text().replace("slopes like the bounds", "slopes edited"))
+    bad = CliRunner().invoke(main, args + ["--check"])
+    assert bad.exit_code == 1 and "results-at-a-glance block differs" in bad.output

@@ -1,19 +1,37 @@
-"""The files: report.md and report.html written, or checked against a recomputation; a README's
-report blocks and table blocks (a committed table file shown in full) filled or checked, and the
-numbers of the result tables it copies outside them found."""
+"""The files: report.md and report.html written, or checked against a recomputation; the report
+blocks, table blocks (a committed table file shown in full) and results-at-a-glance block of the
+README and the docs' results pages filled or checked, and the numbers of the result tables they
+copy outside them found."""
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
-from rvfx.experiment.results import write_atomic_text
+from rvfx.experiment.results import experiment_dir, load_spec_value, write_atomic_text
 from rvfx.figures import FIGURES
 from rvfx.report.registry import RegistryError
-from rvfx.report.render import README_GROUPS, block_markdown, render_html, render_markdown
+from rvfx.report.render import README_GROUPS, block_markdown, md_cell, render_html, render_markdown
 from rvfx.report.statistics import num
 
 MARKER = re.compile(r"<!-- report:begin (\S+) -->\n(.*?)<!-- report:end -->", re.S)
 TABLE = re.compile(r"<!-- table:begin (\S+) -->\n(.*?)<!-- table:end -->", re.S)
+GLANCE = re.compile(r"<!-- glance:begin -->\n(.*?)<!-- glance:end -->", re.S)
+
+
+def results_scale(results: Path) -> str:
+    """The scale the experiments under `results` were run at, from each one's resolved spec.yaml
+    (as `rvfx export --scale` reads it): "ci", "paper", "mixed (...)" naming each experiment's, or
+    "no results"."""
+    scales = {d.name: load_spec_value(results, d.name, ("scale",))
+              for d in sorted(Path(results).glob("*")) if (experiment_dir(results, d.name) / "runs.csv").is_file()}
+    kinds = set(scales.values())
+    if not kinds:
+        return "no results"
+    if len(kinds) == 1:
+        return str(kinds.pop())
+    return "mixed (" + "; ".join(f"{k}: {', '.join(e for e, v in scales.items() if v == k)}"
+                                 for k in sorted(map(str, kinds))) + ")"
 
 
 def readme_blocks(text: str) -> list:
@@ -33,6 +51,68 @@ def fill_readme(text: str, registry: dict, outcomes: list) -> str:
     if unknown:
         raise RegistryError(f"README blocks name no claim: {', '.join(unknown)}")
     return MARKER.sub(lambda m: f"<!-- report:begin {m.group(1)} -->\n{blocks[m.group(1)]}<!-- report:end -->", text)
+
+
+PAPER_ORDER = {"Table": 0, "Theorem": 1, "Fig.": 2}
+
+
+def _paper_key(label: str) -> tuple:
+    """Table 1, Theorem 1, then the figures in their numbers' order."""
+    kind, _, rest = label.partition(" ")
+    number = re.match(r"\d+", rest)
+    return PAPER_ORDER.get(kind, 3), int(number.group(0)) if number else 0
+
+
+def figure_sections(pages: dict, registry: dict) -> dict:
+    """Per figure: (page, heading) of the first report block of one of its claims in `pages`
+    ({path: text}, in order), the heading being the nearest one above the block."""
+    figure = {c["id"]: c["figure"] for c in registry["claims"]}
+    found: dict = {}
+    for page, text in pages.items():
+        heading = ""
+        for line in text.splitlines():
+            if HEADING.match(line):
+                heading = line.lstrip("#").strip()
+            for cid in re.findall(r"<!-- report:begin (\S+) -->", line):
+                if cid in figure:
+                    found.setdefault(figure[cid], (page, heading))
+    return found
+
+
+def _verdicts(group: list) -> str:
+    """Each claim's verdict, grouped: "**holds**: optimal, myopic; **differs**: egreedy", claims named
+    by their id less its figure prefix (fig4_, table1_, thm1_), "(partial)" after one on partial results."""
+    names = {v: [re.sub(r"^(fig|table|thm)\d+_", "", o.claim["id"]) + (" (partial)" if o.problem else "")
+                 for o in group if o.verdict == v] for v in ("holds", "differs", "inconclusive")}
+    return "; ".join(f"**{v}**: {', '.join(n)}" for v, n in names.items() if n)
+
+
+def glance_markdown(registry: dict, outcomes: list, pages: dict, at: Path) -> str:
+    """The results-at-a-glance table for the file `at`: one row per paper figure or table (its
+    label, the paper's claim in a few words, its claims' verdicts, a link to its results page). The
+    few words are the heading of the page section that holds its first claim's block: "Fig. 4: PSRL
+    has the lowest regret" gives "Fig. 4" and "PSRL has the lowest regret"."""
+    sections = figure_sections(pages, registry)
+    by_figure: dict = {}
+    for o in outcomes:
+        by_figure.setdefault(o.claim["figure"], []).append(o)
+    rows = []
+    for fig, entry in registry["figures"].items():
+        if "paper" not in entry or fig not in by_figure:
+            continue
+        label = entry["paper"].split(" (")[0]
+        page, heading = sections.get(fig, (None, ""))
+        result, _, words = heading.partition(": ") if ": " in heading else (label, "", heading or entry["paper"])
+        link = f"[{Path(page).stem}]({Path(os.path.relpath(page, Path(at).parent)).as_posix()})" if page else "–"
+        verdicts = _verdicts(by_figure[fig])
+        rows.append((_paper_key(result), f"| {md_cell(result)} | {md_cell(words)} | {verdicts} | {link} |"))
+    lines = ["| result | the paper's claim | verdicts of its claims | page |", "|---|---|---|---|"]
+    return "\n".join(lines + [r for _, r in sorted(rows, key=lambda r: r[0])]) + "\n"
+
+
+def fill_glance(text: str, registry: dict, outcomes: list, pages: dict, at: Path) -> str:
+    return GLANCE.sub(lambda m: f"<!-- glance:begin -->\n{glance_markdown(registry, outcomes, pages, at)}"
+                                f"<!-- glance:end -->", text)
 
 
 def _table_file(root: Path, name: str) -> str:
@@ -118,7 +198,7 @@ def stray_numbers(text: str, numbers: dict[str, set[str]], registry: dict) -> li
     "20" are too common to tell, and a section's own figures only, so that a batch size of 128
     elsewhere is not read as a copy of some table's 128."""
     lines = text.splitlines()
-    outside = TABLE.sub(_blank, MARKER.sub(_blank, text)).splitlines()
+    outside = GLANCE.sub(_blank, TABLE.sub(_blank, MARKER.sub(_blank, text))).splitlines()
     starts = [i for i, line in enumerate(lines) if HEADING.match(line)]
     found = []
     for a, b in zip([0, *starts], [*starts, len(lines)]):
@@ -128,25 +208,34 @@ def stray_numbers(text: str, numbers: dict[str, set[str]], registry: dict) -> li
     return found
 
 
-def write_files(registry: dict, outcomes: list, out: Path, readme: Path | None = None) -> list:
+def _pages(paths: list) -> dict:
+    return {Path(p): Path(p).read_text(encoding="utf-8") for p in paths}
+
+
+def write_files(registry: dict, outcomes: list, out: Path, scale: str, pages: list = ()) -> list:
+    """report.md and report.html in `out`, and every block of the files `pages` (the README, the
+    docs' results pages) filled."""
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.md", out / "report.html"]
-    write_atomic_text(written[0], render_markdown(registry, outcomes, out))
-    write_atomic_text(written[1], render_html(registry, outcomes, out))
-    if readme is not None:
-        filled = fill_readme(readme.read_text(encoding="utf-8"), registry, outcomes)
-        write_atomic_text(readme, fill_tables(filled, readme.parent))
-        written.append(readme)
+    write_atomic_text(written[0], render_markdown(registry, outcomes, out, scale))
+    write_atomic_text(written[1], render_html(registry, outcomes, out, scale))
+    texts = _pages(pages)
+    for page, text in texts.items():
+        filled = fill_glance(fill_readme(text, registry, outcomes), registry, outcomes, texts, page)
+        filled = fill_tables(filled, page.parent)
+        if filled != text:
+            write_atomic_text(page, filled)
+            written.append(page)
     return written
 
 
-def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None = None) -> list:
+def check_files(registry: dict, outcomes: list, out: Path, scale: str, pages: list = ()) -> list:
     """One line per disagreement between the recomputed report and the files in `out` (and the
-    README's blocks), and per number of the paper tables (the report's and those in `out`) that
-    the README quotes outside its blocks; empty when they all agree."""
+    blocks of the files `pages`), and per number of the paper tables (the report's and those in
+    `out`) that a page quotes outside its blocks; empty when they all agree."""
     problems = []
-    for name, text in (("report.md", render_markdown(registry, outcomes, out)),
-                       ("report.html", render_html(registry, outcomes, out))):
+    for name, text in (("report.md", render_markdown(registry, outcomes, out, scale)),
+                       ("report.html", render_html(registry, outcomes, out, scale))):
         path = out / name
         if not path.exists():
             problems.append(f"{path}: missing (run rvfx report without --check)")
@@ -155,8 +244,10 @@ def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None =
             new = text.splitlines()
             i = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
             problems.append(f"{path}:{i + 1}: differs from the recomputed report")
-    if readme is not None:
-        blocks, text = _blocks(registry, outcomes), readme.read_text(encoding="utf-8")
+    texts = _pages(pages)
+    numbers = paper_numbers(outcomes, out) if texts else {}
+    blocks = _blocks(registry, outcomes)
+    for readme, text in texts.items():
         for cid, content in readme_blocks(text):
             if cid not in blocks:
                 problems.append(f"{readme}: block {cid} names no claim")
@@ -167,10 +258,14 @@ def check_files(registry: dict, outcomes: list, out: Path, readme: Path | None =
             if m.group(2) != _table_file(readme.parent, m.group(1)):
                 problems.append(f"{readme}: table block {m.group(1)} differs from the file (run rvfx report "
                                 f"--readme to copy it)")
+        for m in GLANCE.finditer(text):
+            if m.group(1) != glance_markdown(registry, outcomes, texts, readme):
+                problems.append(f"{readme}: the results-at-a-glance block differs from the results: "
+                                f"{_first_difference(m.group(1), glance_markdown(registry, outcomes, texts, readme))}")
         problems += [f"{readme}:{line}: {token} is a number of the result tables outside a report block "
                      f"(quote it through <!-- report:begin ID -->, show its table through <!-- table:begin PATH -->, "
                      f"or link the table)"
-                     for line, token in stray_numbers(text, paper_numbers(outcomes, out), registry)]
+                     for line, token in stray_numbers(text, numbers, registry)]
     return problems
 
 
