@@ -216,7 +216,7 @@ def _append(data: bytes):
 def _plot_without_results(tmp_path):
     empty = tmp_path / "elsewhere"
     return ["plot", "deepsea_tabular", "--results", empty, "--out", tmp_path / "figs"], 1, \
-        [f"no tables in {empty / 'deepsea_tabular'}", f"deepsea_tabular.yaml --out {empty}`"]
+        [f"no tables in {empty}: deepsea_tabular", f"`rvfx run deepsea_tabular --out {empty}`"]
 
 
 def _plot_out_under_a_file(tmp_path):
