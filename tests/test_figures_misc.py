@@ -220,3 +220,19 @@ def test_every_registered_figure_names_a_drawing_function():
     import importlib
     for fig in FIGURES.values():
         assert callable(getattr(importlib.import_module(fig.module), fig.function)), fig.id
+
+
+def test_a_figure_drawn_from_ci_scale_runs_says_so_and_a_paper_scale_one_does_not(tmp_path, monkeypatch):
+    """The CI-scale banner is on the figure itself, decided by the tables' resolved spec.yaml."""
+    from pathlib import Path
+
+    from rvfx.figures import CI_STAMP, common
+    drawn = []
+    monkeypatch.setattr(common.plt, "close", lambda fig: drawn.append([t.get_text() for t in fig.texts]))
+    out = tmp_path / "ci"
+    assert CliRunner().invoke(main, ["run", "deepsea_tabular", "--set", "seeds=1", "--set", "episodes=30",
+                                     "--out", str(out)]).exit_code == 0
+    FIGURES["deepsea_tabular"].draw(out, tmp_path / "f")
+    paper = Path(__file__).resolve().parent.parent / "figures" / "paper"
+    FIGURES["deepsea_tabular_scaling"].draw(paper, tmp_path / "g")      # drawn from runs.csv alone
+    assert CI_STAMP in drawn[0] and CI_STAMP not in drawn[1]

@@ -8,6 +8,7 @@ named by its id (`<id>.png`, `<id>_<table>.csv`).
 from __future__ import annotations
 
 import importlib
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,29 @@ class Figure:
     caption: str
 
     def draw(self, results: Path, out: Path) -> list[Path]:
-        return getattr(importlib.import_module(self.module), self.function)(results, out)
+        """Draw from the tables under `results`; a figure drawn from CI-scale runs says so on its face."""
+        token = STAMP.set(CI_STAMP if "ci" in self.scales(results) else "")
+        try:
+            return getattr(importlib.import_module(self.module), self.function)(results, out)
+        finally:
+            STAMP.reset(token)
+
+    def scales(self, results: Path) -> set:
+        """The scales its experiments' tables were run at (their resolved spec.yaml), where known."""
+        import yaml
+
+        from rvfx.experiment.results import load_spec_value
+        found = set()
+        for e in self.experiments:
+            try:
+                found.add(load_spec_value(results, e, ("scale",)))
+            except (OSError, ValueError, AttributeError, yaml.YAMLError):   # damaged: the figure itself says so
+                continue
+        return found
+
+
+CI_STAMP = "CI scale: a smoke test of the pipeline, not the paper's results"
+STAMP: ContextVar[str] = ContextVar("STAMP", default="")   # what `save` writes on the figure's face
 
 
 FIGURES: dict[str, Figure] = {f.id: f for f in [

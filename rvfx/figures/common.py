@@ -16,6 +16,7 @@ from rvfx.agents import AGENTS  # noqa: E402
 from rvfx.analysis.stats import fit_loglog, mean_sem, median_ci  # noqa: E402
 from rvfx.experiment.results import load_spec_value, write_atomic, write_atomic_text  # noqa: E402
 from rvfx.experiment.spec import as_current  # noqa: E402
+from rvfx.figures import STAMP  # noqa: E402
 
 
 def agent_params(results, experiment: str, agent: str, swept: dict | None = None):
@@ -29,6 +30,8 @@ def agent_params(results, experiment: str, agent: str, swept: dict | None = None
 
 def save(fig, out: Path, name: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
+    if STAMP.get():                      # drawn from CI-scale runs: say so above the figure
+        fig.text(0.5, 1.0, STAMP.get(), ha="center", va="bottom", color="firebrick", fontsize="small")
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for p in paths:
         # no creation date in the PDF, so redrawing the same CSV gives the same file
