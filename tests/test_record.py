@@ -93,6 +93,23 @@ def test_a_record_of_another_spec_or_a_damaged_one_is_refused_before_anything_ru
     assert runs.read_bytes() == before
 
 
+def test_a_sweep_grown_by_more_seeds_records_into_its_record_and_ends_as_one_sweep(exported, tmp_path):
+    """A record of 2 seeds takes a spec with 3 (its runs all among the new spec's): only the third
+    seed runs, and the record ends as the export of one 3-seed sweep. A spec lacking recorded runs
+    is still refused."""
+    record, grown = tmp_path / "paper", [s if s != "seeds=2" else "seeds=3" for s in SETS]
+    shutil.copytree(exported, record / EXP)
+    assert invoke("run", SPEC, *grown, "--out", tmp_path / "whole3").exit_code == 0
+    assert invoke("export", "--results", tmp_path / "whole3", "--out", tmp_path / "export3").exit_code == 0
+    resumed = invoke("run", SPEC, *grown, "--out", tmp_path / "r", "--record", record)
+    assert resumed.exit_code == 0, resumed.output
+    assert "36 runs, 0 done, 24 recorded in" in resumed.output and "12 to run" in resumed.output
+    for name in ("runs.csv", "tables.json", "spec.yaml"):
+        assert (record / EXP / name).read_bytes() == (tmp_path / "export3" / EXP / name).read_bytes(), name
+    shrunk = invoke("run", SPEC, *SETS, "--out", tmp_path / "r2", "--record", record)
+    assert shrunk.exit_code == 2 and "lacks 12 of its runs" in shrunk.output
+
+
 def test_a_table_kept_since_the_record_was_made_is_taken_from_the_results_folder_or_rerun(exported, tmp_path):
     """A figure that starts keeping a table (claims.yaml `tables`) must not leave a record whose runs
     lack it: the runs come from a results folder that holds them, else they are rerun."""

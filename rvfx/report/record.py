@@ -41,15 +41,33 @@ class RecordError(ValueError):
 
 def _has_record(d: Path, exp) -> bool:
     """Whether the record folder `d` holds runs (runs.csv), or RecordError when it was made under
-    another resolved spec or scale."""
+    another resolved spec or scale whose runs this one lacks (one that holds them all grows it)."""
     if not (d / "runs.csv").exists():
         return False
     spec = d / "spec.yaml"
     if not spec.exists() or spec.read_text(encoding="utf-8") != resolved_yaml(exp):
-        raise RecordError(f"{d}: recorded under another spec or scale (its spec.yaml differs from this "
-                          f"sweep's); move it aside or record elsewhere")
+        lacks = _held(d, exp.name) - {r.run_id for r in exp.runs}
+        if not spec.exists() or lacks:
+            raise RecordError(f"{d}: recorded under another spec or scale (its spec.yaml differs from this "
+                              f"sweep's, which lacks {len(lacks)} of its runs); move it aside or record elsewhere")
     _made_by(d)                                    # refuses an unreadable provenance.json now
     return True
+
+
+def _run_ids(d: Path, experiment: str) -> set[str]:
+    """The run ids of the record's runs.csv, verified against tables.json."""
+    try:
+        return set(load_table(d.parent, experiment, "runs")["run_id"])
+    except DamagedTable as err:
+        raise RecordError(f"{str(err).split(' (')[0]}: its sha256 differs from tables.json beside it; restore the "
+                          f"record (git checkout) or move it aside") from None
+
+
+def _held(d: Path, experiment: str) -> set[str]:
+    """The run ids a record names (runs.csv and failures.csv): a spec that holds them all is the
+    recorded sweep grown (more seeds, a wider grid), and records into it."""
+    failed = d / "failures.csv"
+    return _run_ids(d, experiment) | (set(read_table(failed)["run_id"]) if failed.exists() else set())
 
 
 def lacking(registry: dict, record: Path, exp) -> list[str]:
@@ -72,15 +90,11 @@ def recorded(registry: dict, record: Path, exp) -> tuple[set[str], list[str]]:
     tables.json), none while it lacks a kept table, so that those runs are taken from the results
     folder or rerun; and the record's run ids the spec lacks, rows misnamed when a number-like run
     id was read as a number (rvfx before read_table wrote 'inf'), which update_record drops while
-    their runs are rerun. RecordError when the record was made under another resolved spec or scale."""
+    their runs are rerun. RecordError as _has_record."""
     repair(experiment_dir(record, exp.name))
     if not _complete(registry, record, exp):
         return set(), []
-    try:
-        ids = set(load_table(record, exp.name, "runs")["run_id"])
-    except DamagedTable as err:
-        raise RecordError(f"{str(err).split(' (')[0]}: its sha256 differs from tables.json beside it; restore the "
-                          f"record (git checkout) or move it aside") from None
+    ids = _run_ids(experiment_dir(record, exp.name), exp.name)
     spec = {r.run_id for r in exp.runs}
     return ids & spec, sorted(ids - spec)
 
