@@ -255,3 +255,37 @@ def test_a_full_disk_as_the_record_updates_names_the_file_and_leaves_the_record_
     again = invoke("run", tiny_spec, *TWO_RUNS, "--out", tmp_path / "r", "--record", record)
     assert again.exit_code == 0 and "2 recorded" in again.output
     assert _record_files(record / "tiny") == before
+
+
+BSUITE_SPEC = CONFIGS / "bsuite_cartpole_swingup.yaml"     # kept tables: episodes and diagnostics
+NO_SPREAD = ["--set", "agents.ensemble_glorot.prior_spread=false", "--set", "agents.ensemble_haiku.prior_spread=false"]
+
+
+def test_a_kept_table_only_some_runs_write_is_recorded_whichever_runs_merge_first(tmp_path, monkeypatch):
+    """The diagnostics table is written by the ensemble runs only: a merge of the DQN run alone keeps
+    the record's diagnostics, and the record ends as the export of one uninterrupted sweep."""
+    pytest.importorskip("bsuite")
+    exp = "bsuite_cartpole_swingup"
+    assert invoke("run", BSUITE_SPEC, "--out", tmp_path / "whole").exit_code == 0
+    assert invoke("export", "--results", tmp_path / "whole", "--out", tmp_path / "export").exit_code == 0
+    record = tmp_path / "paper"
+    _cut_after(monkeypatch, 2)                          # the two ensemble runs, then Ctrl-C
+    assert invoke("run", BSUITE_SPEC, "--out", tmp_path / "first", "--record", record).exit_code == 130
+    monkeypatch.undo()
+    resumed = invoke("run", BSUITE_SPEC, "--out", tmp_path / "second", "--record", record)
+    assert resumed.exit_code == 0 and "2 recorded in" in resumed.output, resumed.output
+    for name in ("runs.csv", "episodes.csv", "diagnostics.csv", "tables.json"):
+        assert (record / exp / name).read_bytes() == (tmp_path / "export" / exp / name).read_bytes(), name
+
+
+def test_a_kept_table_no_run_writes_is_noted_and_the_record_is_complete(tmp_path):
+    """Without prior_spread no run writes diagnostics: the export notes it (null in tables.json), and
+    a sweep recording into that export finds every run recorded instead of rerunning them all."""
+    pytest.importorskip("bsuite")
+    exp = "bsuite_cartpole_swingup"
+    assert invoke("run", BSUITE_SPEC, *NO_SPREAD, "--out", tmp_path / "r").exit_code == 0
+    assert invoke("export", "--results", tmp_path / "r", "--out", tmp_path / "paper").exit_code == 0
+    assert json.loads((tmp_path / "paper" / exp / "tables.json").read_text())["diagnostics.csv"] is None
+    assert not (tmp_path / "paper" / exp / "diagnostics.csv").exists()
+    again = invoke("run", BSUITE_SPEC, *NO_SPREAD, "--out", tmp_path / "r2", "--record", tmp_path / "paper")
+    assert again.exit_code == 0 and "3 recorded in" in again.output and "0 to run" in again.output, again.output

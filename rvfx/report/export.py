@@ -31,15 +31,38 @@ def kept_tables(registry: dict) -> dict[str, set]:
     return needs
 
 
-def write_tables(dst: Path, frames: dict[str, pd.DataFrame], extras: dict[str, str]) -> dict[str, str]:
-    """Make `dst` hold `frames` as <name>.csv, the `extras` texts and tables.json (each CSV's sha256),
-    and no other CSV or extra, as one unit: the new folder is built beside the old (.NAME.new) and
+def written_tables(results: Path, experiment: str, names) -> dict[str, pd.DataFrame]:
+    """The tables `names` of an experiment's results, as read or derived (experiment_table), leaving
+    out any that none of its runs wrote (a diagnostics table only some agents write)."""
+    frames = {}
+    for name in sorted(names):
+        try:
+            frames[name] = experiment_table(results, experiment, name)
+        except FileNotFoundError:
+            if name == "runs":
+                raise
+    return frames
+
+
+def unwritten_tables(folder: Path) -> set[str]:
+    """The kept tables a record notes that none of its runs wrote (null in its tables.json)."""
+    path = folder / TABLES
+    listed = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return {n[:-len(".csv")] for n, v in listed.items() if v is None and n.endswith(".csv")}
+
+
+def write_tables(dst: Path, frames: dict[str, pd.DataFrame], extras: dict[str, str],
+                 unwritten: tuple = ()) -> dict[str, str]:
+    """Make `dst` hold `frames` as <name>.csv, the `extras` texts and tables.json (each CSV's sha256;
+    null for each kept table in `unwritten`, which none of the runs wrote), and no other CSV or
+    extra, as one unit: the new folder is built beside the old (.NAME.new) and
     switched in by renames (`_switch`), so an interruption at any point leaves the old folder or the
     new one, and `repair` finishes or undoes it on the next look. Other files of `dst` are kept.
     Returns the texts written, by file name."""
     texts = {f"{name}.csv": df.to_csv(index=False, lineterminator="\n") for name, df in sorted(frames.items())}
     texts.update(extras)
     checksums = {n: hashlib.sha256(t.encode()).hexdigest() for n, t in texts.items() if n.endswith(".csv")}
+    checksums.update({f"{name}.csv": None for name in unwritten})
     texts[TABLES] = json.dumps(checksums, indent=1, sort_keys=True) + "\n"
     repair(dst)
     new = _aside(dst, "new")
@@ -140,7 +163,7 @@ def export_tables(registry: dict, results: Path, out: Path, scale: str | None = 
         ran_at = load_spec_value(results, exp, ("scale",))
         if scale is not None and ran_at != scale:
             raise RegistryError(f"{src / 'spec.yaml'}: run at scale {ran_at}, not {scale}; nothing exported")
-        frames[exp] = {name: experiment_table(results, exp, name) for name in names}
+        frames[exp] = written_tables(results, exp, names)
         if (dst / "runs.csv").exists() and (dst / "spec.yaml").exists() \
                 and (dst / "spec.yaml").read_bytes() == (src / "spec.yaml").read_bytes():
             try:
@@ -155,6 +178,7 @@ def export_tables(registry: dict, results: Path, out: Path, scale: str | None = 
     for exp in present:
         src, dst = experiment_dir(results, exp), experiment_dir(out, exp)
         write_tables(dst, frames[exp],
-                     {extra: (src / extra).read_text(encoding="utf-8") for extra in EXTRAS if (src / extra).exists()})
+                     {extra: (src / extra).read_text(encoding="utf-8") for extra in EXTRAS if (src / extra).exists()},
+                     tuple(sorted(present[exp] - set(frames[exp]))))
         written.append(dst)
     return written

@@ -29,8 +29,7 @@ from rvfx.experiment.results import (
     shard_tables,
 )
 from rvfx.experiment.spec import resolved_yaml
-from rvfx.report.export import kept_tables, repair, write_tables
-from rvfx.report.tables import experiment_table
+from rvfx.report.export import kept_tables, repair, unwritten_tables, write_tables, written_tables
 
 SPACING = 3.0    # Recorder: time between merges, in units of the last merge's time
 
@@ -76,7 +75,8 @@ def lacking(registry: dict, record: Path, exp) -> list[str]:
     d = experiment_dir(record, exp.name)
     if not (d / "runs.csv").exists():
         return []
-    return [n for n in sorted(kept_tables(registry).get(exp.name, {"runs"})) if not (d / f"{n}.csv").exists()]
+    return [n for n in sorted(kept_tables(registry).get(exp.name, {"runs"}) - unwritten_tables(d))
+            if not (d / f"{n}.csv").exists()]
 
 
 def _complete(registry: dict, record: Path, exp) -> bool:
@@ -119,25 +119,33 @@ def update_record(registry: dict, results: Path, record: Path, exp) -> Path | No
     names = sorted(kept_tables(registry).get(exp.name, {"runs"}))
     src = experiment_dir(results, exp.name)
     repair(experiment_dir(record, exp.name))
-    old = {n: load_table(record, exp.name, n) for n in names} if _complete(registry, record, exp) else {}
-    new = {n: experiment_table(results, exp.name, n) for n in names} if (src / "runs.csv").exists() else {}
+    old = _recorded_tables(record, exp.name, names) if _complete(registry, record, exp) else {}
+    new = written_tables(results, exp.name, names) if (src / "runs.csv").exists() else {}
     if not old and not new:
         return None
     failures = read_table(src / "failures.csv") if (src / "failures.csv").exists() else None
-    _write_merged(record, exp, old, new, _made_by(src), failures)
+    _write_merged(record, exp, names, old, new, _made_by(src), failures)
     return experiment_dir(record, exp.name)
 
 
-def _write_merged(record: Path, exp, old: dict, new: dict, made_by: dict, failures) -> dict[str, pd.DataFrame]:
-    """Write the record of `exp`: the `old` tables' rows of spec runs not in `new`, then `new`'s, in
-    the spec's run order; what made each run (`made_by` for the new ones); the `failures` rows of
-    runs in neither. Returns the tables as they now read back from the record."""
+def _recorded_tables(record: Path, experiment: str, names) -> dict[str, pd.DataFrame]:
+    """The kept tables `names` the record holds (none for those it notes no run wrote)."""
+    unwritten = unwritten_tables(experiment_dir(record, experiment))
+    return {n: load_table(record, experiment, n) for n in sorted(names) if n not in unwritten}
+
+
+def _write_merged(record: Path, exp, names, old: dict, new: dict, made_by: dict, failures) -> dict[str, pd.DataFrame]:
+    """Write the record of `exp`: of each kept table in `names`, the `old` rows of spec runs not in
+    `new`, then `new`'s, in the spec's run order (a table neither holds is noted as unwritten); what
+    made each run (`made_by` for the new ones); the `failures` rows of runs in neither. Returns the
+    tables as they now read back from the record."""
     dst = experiment_dir(record, exp.name)
     fresh = set(new["runs"]["run_id"]) if new else set()
     order = {r.run_id: i for i, r in enumerate(exp.runs)}
     frames = {}
-    for n in old or new:
-        parts = ([old[n][old[n]["run_id"].isin(order.keys() - fresh)]] if old else []) + ([new[n]] if new else [])
+    for n in sorted(set(old) | set(new)):
+        parts = ([old[n][old[n]["run_id"].isin(order.keys() - fresh)]] if n in old else []) + \
+            ([new[n]] if n in new else [])
         merged = pd.concat(parts, ignore_index=True)
         frames[n] = merged.iloc[np.argsort(merged["run_id"].map(order).to_numpy(), kind="stable")]
     made_by = {r: v for r, v in _made_by(dst).items() if r not in fresh} | made_by
@@ -147,7 +155,7 @@ def _write_merged(record: Path, exp, old: dict, new: dict, made_by: dict, failur
         failures = failures[~failures["run_id"].isin(frames["runs"]["run_id"])]
         if len(failures):
             extras["failures.csv"] = failures.to_csv(index=False, lineterminator="\n")
-    texts = write_tables(dst, frames, extras)
+    texts = write_tables(dst, frames, extras, tuple(sorted(set(names) - set(frames))))
     return {n: read_table(io.StringIO(texts[f"{n}.csv"])) for n in frames}
 
 
@@ -162,7 +170,7 @@ class Recorder:
     def __init__(self, registry: dict, results: Path, record: Path, exp):
         self.registry, self.results, self.record, self.exp = registry, Path(results), Path(record), exp
         self.names = sorted(kept_tables(registry).get(exp.name, {"runs"}))
-        self.old = {n: load_table(record, exp.name, n) for n in self.names} if _complete(registry, record, exp) else {}
+        self.old = _recorded_tables(record, exp.name, self.names) if _complete(registry, record, exp) else {}
         held = set(self.old["runs"]["run_id"]) if self.old else set()
         self.pending = [r for r in exp.runs if r.run_id not in held and is_done(results, r)]
         self.runs, self.due = {r.run_id: r for r in exp.runs}, 0.0
@@ -186,7 +194,7 @@ class Recorder:
         ids = set(new["runs"]["run_id"]) | (set(self.old["runs"]["run_id"]) if self.old else set())
         failures = [failure_row(self.results, r, shard_problem(self.results, r)) for r in self.exp.runs
                     if r.run_id not in ids]
-        self.old = _write_merged(self.record, self.exp, self.old, new, made_by,
+        self.old = _write_merged(self.record, self.exp, self.names, self.old, new, made_by,
                                  pd.DataFrame(failures) if failures else None)
         self.due = time.monotonic() + SPACING * (time.monotonic() - start)
 
@@ -202,7 +210,7 @@ class Recorder:
             for name, df in tables.items():
                 df.to_csv(d / f"{name}.csv", index=False, lineterminator="\n")
             (d / "spec.yaml").write_text(resolved_yaml(self.exp), encoding="utf-8")
-            return {n: experiment_table(Path(tmp), self.exp.name, n) for n in self.names}, made_by
+            return written_tables(Path(tmp), self.exp.name, self.names), made_by
 
     def finish(self) -> Path | None:
         """Once the sweep has collected its results folder: the full merge (update_record)."""
