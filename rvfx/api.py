@@ -57,9 +57,13 @@ def plot(figure: str, results: str | Path = "results", out: str | Path = "figure
 
 def claims(results: str | Path = "results", registry: str | Path = shipped.CLAIMS) -> pd.DataFrame:
     """Every claim of the registry tested on the tables under RESULTS: one row per claim with its
-    id, figure, the paper's words, the verdict (holds, differs, inconclusive) and what lacks."""
-    from rvfx.report.claims import evaluate
+    id, figure, the paper's words, its role (paper: a verdict on the paper; beyond: rvfx's own
+    measurement; reading: another reading of a claim), the verdict (holds, differs, inconclusive)
+    of its current version and, for an amended claim, of its first (first_verdict), and what lacks."""
+    from rvfx.report.claims import evaluate, role
     from rvfx.report.registry import load_registry
     outcomes = evaluate(load_registry(registry), Path(results))
     return pd.DataFrame([{"id": o.claim["id"], "figure": o.claim["figure"], "words": o.claim["words"],
-                          "verdict": o.verdict, "problem": o.problem} for o in outcomes])
+                          "role": role(o.claim), "verdict": o.verdict,
+                          "first_verdict": o.first.verdict if o.first else o.verdict, "problem": o.problem}
+                         for o in outcomes])

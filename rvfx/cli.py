@@ -359,26 +359,29 @@ def _preflight(out: str, exp) -> None:
                    "table and results-at-a-glance blocks of this file (repeatable)")
 @click.option("--docs", "docs_dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="likewise for every Markdown file under this folder (the results pages)")
-@click.option("--strict", is_flag=True, help="exit 1 unless every claim holds on complete results")
+@click.option("--strict", is_flag=True, help="exit 1 unless every claim of the paper (not those beyond it, nor "
+                                             "other readings) holds on complete results")
 @click.option("--check", is_flag=True, help="write nothing; exit 1 where the report files or README blocks "
                                             "differ from the results")
 def report(results_dir, out, claims_path, readme, docs_dir, strict, check):
     """Test every claim of claims.yaml on the result tables: verdicts in OUT/report.md and OUT/report.html."""
     from rvfx.report.claims import evaluate
-    from rvfx.report.readme import check_files, results_scale, write_files
+    from rvfx.report.readme import check_files, write_files
     from rvfx.report.registry import RegistryError, load_registry
-    from rvfx.report.render import summary_line
+    from rvfx.report.render import paper_claims, scale_banner, summary_line
+    from rvfx.report.settings import modified_runs, results_scale
     pages = [Path(p) for p in readme] + (sorted(Path(docs_dir).rglob("*.md")) if docs_dir else [])
     try:
         registry = load_registry(claims_path)
         outcomes = evaluate(registry, Path(results_dir))
-        scale = results_scale(Path(results_dir))
+        scale, modified = results_scale(Path(results_dir)), modified_runs(Path(results_dir))
+        click.echo(scale_banner(scale, modified)[1])
         if check:
-            problems = check_files(registry, outcomes, Path(out), scale, pages)
+            problems = check_files(registry, outcomes, Path(out), scale, pages, modified)
         else:
             problems = []
             click.echo("report: " + ", ".join(str(p) for p in write_files(registry, outcomes, Path(out),
-                                                                            scale, pages)))
+                                                                            scale, pages, modified)))
     except RegistryError as err:
         _fail(str(err), 2)
     except _unreadable_tables() as err:
@@ -386,7 +389,7 @@ def report(results_dir, out, claims_path, readme, docs_dir, strict, check):
     for line in problems:
         click.echo(line, err=True)
     click.echo(summary_line(outcomes))
-    failing = [o for o in outcomes if o.verdict != "holds"] if strict else []
+    failing = [o for o in paper_claims(outcomes) if o.verdict != "holds"] if strict else []
     for o in failing:
         click.echo(f"  {o.claim['id']}: {o.verdict}" + (f" ({o.problem})" if o.problem else ""), err=True)
     if problems or failing:

@@ -21,5 +21,10 @@ def spec_path(spec: str) -> Path:
     given = Path(spec)
     if given.exists() or given.suffix or len(given.parts) > 1:
         return given
-    shipped = CONFIGS / f"{spec}.yaml"
-    return shipped if shipped.is_file() else given
+    return shipped_spec(spec) or given
+
+
+def shipped_spec(experiment: str) -> Path | None:
+    """The shipped spec of the experiment named EXPERIMENT, or None when none ships."""
+    path = CONFIGS / f"{experiment}.yaml"
+    return path if path.is_file() else None

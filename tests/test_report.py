@@ -17,10 +17,11 @@ from rvfx.core.live import log_grid
 from rvfx.figures import FIGURES
 from rvfx.report import render
 from rvfx.report.claims import combine, evaluate_claim
-from rvfx.report.readme import paper_numbers, readme_blocks, results_scale, stray_numbers
+from rvfx.report.readme import paper_numbers, readme_blocks, stray_numbers
 from rvfx.report.registry import RegistryError, load_registry
 from rvfx.report.render import README_GROUPS, block_markdown
 from rvfx.report.rules import order_verdict, rule_verdict
+from rvfx.report.settings import results_scale
 from rvfx.report.statistics import Estimate
 
 CLAIMS = CONFIGS.parent / "claims.yaml"
@@ -495,7 +496,9 @@ ROOT = CONFIGS.parent
 
 
 def test_a_ci_scale_report_says_so_in_its_title_and_first_line_and_the_paper_report_says_paper_scale(tiny):
-    assert invoke("report", "--results", tiny / "results", "--out", tiny / "figs").exit_code == 0
+    result = invoke("report", "--results", tiny / "results", "--out", tiny / "figs")
+    assert result.exit_code == 0
+    assert result.output.splitlines()[0].startswith("CI scale: a smoke test of the pipeline, not the paper's results")
     md = (tiny / "figs" / "report.md").read_text().splitlines()
     assert md[0] == "# The paper's claims, tested: CI scale"
     assert md[2].startswith("**CI scale: a smoke test of the pipeline, not the paper's results")

@@ -9,6 +9,7 @@ within this machine's (rvfx.experiment.memory), the sweep's size, and its estima
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -316,26 +317,48 @@ def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = (), figure_i
     the ids `figures:` may name (the CLI passes the figure registry's); None leaves them unchecked.
     """
     data, lines = yaml_lines.load(path)
+    with _located(path, lines):
+        return _validate_and_expand(_merged(data, lines, scale, sets), scale, figure_ids, allow_long)
+
+
+def resolved_spec(path: str, scale: str) -> dict:
+    """What `rvfx run PATH --scale SCALE` without `--set` saves as its spec.yaml (resolved_yaml):
+    the spec merged at SCALE, read but neither validated nor expanded into runs. SpecError as
+    load_spec's."""
+    data, lines = yaml_lines.load(path)
+    with _located(path, lines):
+        return {"scale": scale, **_merged(data, lines, scale, ())}
+
+
+def _merged(data, lines: dict, scale: str, sets) -> dict:
+    """The spec `data` with its `scale`'s overrides deep-merged over the rest and the `--set`s
+    applied (one of the scale's own first, then the rest)."""
+    _expect(scale in SCALES, "", f"unknown scale {scale!r}; use one of {', '.join(SCALES)}")
+    sets = [_parse_set(item, scale) for item in sets]
+    _expect(isinstance(data, dict), "", "a spec is a mapping")
+    scales = data.get("scales", {})
+    _expect(isinstance(scales, dict), "scales", "expected a mapping with 'ci' and 'paper'")
+    _check_keys(scales, SCALES, "scales")
+    for s in SCALES:
+        _expect(s in scales, "scales", f"missing the '{s}' scale")
+    for key, value in sets:                 # a scale's own override first, then the merge
+        if key.startswith("scales."):
+            _apply_set(data, key, value, lines)
+    for s in SCALES:
+        _expect(isinstance(scales[s], dict), f"scales.{s}", "expected a mapping of overrides")
+    merged = {k: v for k, v in data.items() if k != "scales"}
+    merged = _deep_merge(merged, data["scales"][scale], lines, f"scales.{scale}")
+    for key, value in sets:
+        if not key.startswith("scales."):
+            _apply_set(merged, key, value, lines)
+    return merged
+
+
+@contextlib.contextmanager
+def _located(path: str, lines: dict):
+    """A SpecError raised inside names the file `path` (or --set) and the line of its key."""
     try:
-        _expect(scale in SCALES, "", f"unknown scale {scale!r}; use one of {', '.join(SCALES)}")
-        sets = [_parse_set(item, scale) for item in sets]
-        _expect(isinstance(data, dict), "", "a spec is a mapping")
-        scales = data.get("scales", {})
-        _expect(isinstance(scales, dict), "scales", "expected a mapping with 'ci' and 'paper'")
-        _check_keys(scales, SCALES, "scales")
-        for s in SCALES:
-            _expect(s in scales, "scales", f"missing the '{s}' scale")
-        for key, value in sets:                 # a scale's own override first, then the merge
-            if key.startswith("scales."):
-                _apply_set(data, key, value, lines)
-        for s in SCALES:
-            _expect(isinstance(scales[s], dict), f"scales.{s}", "expected a mapping of overrides")
-        merged = {k: v for k, v in data.items() if k != "scales"}
-        merged = _deep_merge(merged, data["scales"][scale], lines, f"scales.{scale}")
-        for key, value in sets:
-            if not key.startswith("scales."):
-                _apply_set(merged, key, value, lines)
-        return _validate_and_expand(merged, scale, figure_ids, allow_long)
+        yield
     except SpecError as err:
         if err.file is None:
             err.file = "--set" if _from_set(err.path, lines) else path

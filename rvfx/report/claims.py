@@ -1,8 +1,11 @@
 """A claim evaluated on the result tables: its rows selected and grouped, each group's statistic
 estimated and judged by the claim's rule (a Row), the groups combined into the claim's verdict (an
-Outcome), inconclusive and naming what lacks when the results are missing or partial."""
+Outcome), inconclusive and naming what lacks when the results are missing or partial. An amended
+claim is evaluated as it stands now and as first committed; its `role` says whether its verdict is
+one on the paper, a measurement beyond it, or another reading of a claim."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +16,7 @@ import yaml
 
 from rvfx.experiment.results import missing_runs
 from rvfx.report.grammar import ExpressionError
+from rvfx.report.registry import versions
 from rvfx.report.rules import GROUP_RULES, order_verdict, rule_verdict
 from rvfx.report.statistics import STATISTICS, level
 from rvfx.report.tables import claim_table, select, where_text
@@ -29,10 +33,18 @@ class Row:
 
 @dataclass
 class Outcome:
-    claim: dict
+    claim: dict           # the claim's current version (registry.versions)
     verdict: str
     rows: list
     problem: str = ""     # what is missing or partial; empty when the results are complete
+    first: Outcome | None = None    # an amended claim's version 1, evaluated
+    beyond: bool = False  # worded as rvfx's measurement beyond the paper (its own, or its main claim's)
+
+
+def role(claim: dict) -> str:
+    """"reading" (another reading of the claim it names), "beyond" (what rvfx measures beyond the
+    paper) or "paper" (a verdict on the paper, counted)."""
+    return "reading" if "reading" in claim else "beyond" if "beyond" in claim else "paper"
 
 
 def _boot(rules: dict) -> dict:
@@ -126,6 +138,18 @@ def _relative(text, results: Path) -> str:
 
 
 def evaluate(registry: dict, results: Path) -> list:
+    """One Outcome per claim: its current version's, with version 1's as `first` when it is amended;
+    `beyond` for a measurement beyond the paper and for another reading of one."""
     rules = registry["rules"]
-    return [evaluate_claim(c, rules, Path(results)) if "experiment" in c
-            else _evaluate_computed(yaml.safe_dump(c), yaml.safe_dump(rules)) for c in registry["claims"]]
+    beyond = {c["id"] for c in registry["claims"] if role(c) == "beyond"}
+
+    def outcome(version: dict) -> Outcome:
+        found = (evaluate_claim(version, rules, Path(results)) if "experiment" in version
+                 else _evaluate_computed(yaml.safe_dump(version), yaml.safe_dump(rules)))
+        return dataclasses.replace(found, beyond=version["id"] in beyond
+                                   or version.get("reading", {}).get("of") in beyond)
+    found = []
+    for claim in registry["claims"]:
+        first, *amended = versions(claim)
+        found.append(dataclasses.replace(outcome(amended[-1]), first=outcome(first)) if amended else outcome(first))
+    return found

@@ -8,30 +8,25 @@ import os
 import re
 from pathlib import Path
 
-from rvfx.experiment.results import experiment_dir, load_spec_value, write_atomic_text
+from rvfx.experiment.results import write_atomic_text
 from rvfx.figures import FIGURES
+from rvfx.report.claims import role
 from rvfx.report.registry import RegistryError
-from rvfx.report.render import README_GROUPS, block_markdown, md_cell, render_html, render_markdown
+from rvfx.report.render import (
+    README_GROUPS,
+    VERDICTS,
+    block_markdown,
+    layout,
+    md_cell,
+    render_html,
+    render_markdown,
+    said,
+)
 from rvfx.report.statistics import num
 
 MARKER = re.compile(r"<!-- report:begin (\S+) -->\n(.*?)<!-- report:end -->", re.S)
 TABLE = re.compile(r"<!-- table:begin (\S+) -->\n(.*?)<!-- table:end -->", re.S)
 GLANCE = re.compile(r"<!-- glance:begin -->\n(.*?)<!-- glance:end -->", re.S)
-
-
-def results_scale(results: Path) -> str:
-    """The scale the experiments under `results` were run at, from each one's resolved spec.yaml
-    (as `rvfx export --scale` reads it): "ci", "paper", "mixed (...)" naming each experiment's, or
-    "no results"."""
-    scales = {d.name: load_spec_value(results, d.name, ("scale",))
-              for d in sorted(Path(results).glob("*")) if (experiment_dir(results, d.name) / "runs.csv").is_file()}
-    kinds = set(scales.values())
-    if not kinds:
-        return "no results"
-    if len(kinds) == 1:
-        return str(kinds.pop())
-    return "mixed (" + "; ".join(f"{k}: {', '.join(e for e, v in scales.items() if v == k)}"
-                                 for k in sorted(map(str, kinds))) + ")"
 
 
 def readme_blocks(text: str) -> list:
@@ -81,33 +76,53 @@ def figure_sections(pages: dict, registry: dict) -> dict:
 
 def _verdicts(group: list) -> str:
     """Each claim's verdict, grouped: "**holds**: optimal, myopic; **differs**: egreedy", claims named
-    by their id less its figure prefix (fig4_, table1_, thm1_), "(partial)" after one on partial results."""
+    by their id less its figure prefix (fig4_, table1_, thm1_), "(partial)" after one on partial results;
+    a measurement beyond the paper by what its rule finds (met, not met, undecided)."""
     names = {v: [re.sub(r"^(fig|table|thm)\d+_", "", o.claim["id"]) + (" (partial)" if o.problem else "")
-                 for o in group if o.verdict == v] for v in ("holds", "differs", "inconclusive")}
-    return "; ".join(f"**{v}**: {', '.join(n)}" for v, n in names.items() if n)
+                 for o in group if o.verdict == v] for v in VERDICTS}
+    return "; ".join(f"**{said(group[0], v)}**: {', '.join(n)}" for v, n in names.items() if n)
+
+
+def _label(registry: dict, fig: str) -> str:
+    return registry["figures"][fig].get("paper", fig).split(" (")[0]
 
 
 def glance_markdown(registry: dict, outcomes: list, pages: dict, at: Path) -> str:
     """The results-at-a-glance table for the file `at`: one row per paper figure or table (its
-    label, the paper's claim in a few words, its claims' verdicts, a link to its results page). The
-    few words are the heading of the page section that holds its first claim's block: "Fig. 4: PSRL
-    has the lowest regret" gives "Fig. 4" and "PSRL has the lowest regret"."""
+    label, the paper's claim in a few words, its claims' verdicts and those of their other readings,
+    a link to its results page), then a line with the measurements beyond the paper, when there are
+    any. The few words are the heading of the page section that holds its first claim's block:
+    "Fig. 4: PSRL has the lowest regret" gives "Fig. 4" and "PSRL has the lowest regret"."""
     sections = figure_sections(pages, registry)
+    paper, beyond = layout(outcomes)
     by_figure: dict = {}
-    for o in outcomes:
+    for o in paper:
         by_figure.setdefault(o.claim["figure"], []).append(o)
+    claimed = {o.claim["figure"] for o in outcomes}
     rows = []
     for fig, entry in registry["figures"].items():
-        if "paper" not in entry or fig not in by_figure:
+        if "paper" not in entry or fig not in claimed:
             continue
-        label = entry["paper"].split(" (")[0]
         page, heading = sections.get(fig, (None, ""))
-        result, _, words = heading.partition(": ") if ": " in heading else (label, "", heading or entry["paper"])
+        result, _, words = heading.partition(": ") if ": " in heading else (_label(registry, fig), "",
+                                                                             heading or entry["paper"])
         link = f"[{Path(page).stem}]({Path(os.path.relpath(page, Path(at).parent)).as_posix()})" if page else "–"
-        verdicts = _verdicts(by_figure[fig])
+        group = by_figure.get(fig, [])
+        readings = [o for o in group if role(o.claim) == "reading"]
+        verdicts = _verdicts([o for o in group if role(o.claim) == "paper"]) or "–"
+        verdicts += f"; other readings: {_verdicts(readings)}" if readings else ""
         rows.append((_paper_key(result), f"| {md_cell(result)} | {md_cell(words)} | {verdicts} | {link} |"))
     lines = ["| result | the paper's claim | verdicts of its claims | page |", "|---|---|---|---|"]
-    return "\n".join(lines + [r for _, r in sorted(rows, key=lambda r: r[0])]) + "\n"
+    lines += [r for _, r in sorted(rows, key=lambda r: r[0])]
+    if beyond:
+        figures: dict = {}
+        for o in beyond:
+            figures.setdefault(o.claim["figure"], []).append(o)
+        lines += ["", "Beyond the paper (rvfx's own measurements, not verdicts on the paper, not counted): "
+                  + "; ".join(f"{_label(registry, fig)}, {_verdicts(group)}" for fig, group in
+                              sorted(figures.items(), key=lambda kv: _paper_key(_label(registry, kv[0]))))
+                  + "."]
+    return "\n".join(lines) + "\n"
 
 
 def fill_glance(text: str, registry: dict, outcomes: list, pages: dict, at: Path) -> str:
@@ -149,12 +164,12 @@ def _significant_digits(token: str) -> int:
 
 def paper_numbers(outcomes: list, figures: Path) -> dict[str, set[str]]:
     """Per figure id, the numbers its paper tables print (commas dropped): every estimate and CI end
-    of its claims as the report prints them, and every number of its summary tables
-    (`figures`/<figure id>*.md), whether or not its per-run tables are exported."""
+    of its claims as the report prints them (as first committed too), and every number of its
+    summary tables (`figures`/<figure id>*.md), whether or not its per-run tables are exported."""
     values: dict[str, set] = {}
-    for o in outcomes:
-        values.setdefault(o.claim["figure"], set()).update(
-            num(x) for r in o.rows for _, e in r.estimates for x in (e.value, e.lo, e.hi))
+    for version in [v for o in outcomes for v in (o, o.first) if v]:
+        values.setdefault(version.claim["figure"], set()).update(
+            num(x) for r in version.rows for _, e in r.estimates for x in (e.value, e.lo, e.hi))
     for table in sorted(figures.glob("*.md")):
         fig = _figure_of_table(table.stem)
         if fig is not None:
@@ -212,13 +227,13 @@ def _pages(paths: list) -> dict:
     return {Path(p): Path(p).read_text(encoding="utf-8") for p in paths}
 
 
-def write_files(registry: dict, outcomes: list, out: Path, scale: str, pages: list = ()) -> list:
-    """report.md and report.html in `out`, and every block of the files `pages` (the README, the
-    docs' results pages) filled."""
+def write_files(registry: dict, outcomes: list, out: Path, scale: str, pages: list = (), modified: list = ()) -> list:
+    """report.md and report.html in `out` (listing the `modified` runs), and every block of the files
+    `pages` (the README, the docs' results pages) filled."""
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.md", out / "report.html"]
-    write_atomic_text(written[0], render_markdown(registry, outcomes, out, scale))
-    write_atomic_text(written[1], render_html(registry, outcomes, out, scale))
+    write_atomic_text(written[0], render_markdown(registry, outcomes, out, scale, modified))
+    write_atomic_text(written[1], render_html(registry, outcomes, out, scale, modified))
     texts = _pages(pages)
     for page, text in texts.items():
         filled = fill_glance(fill_readme(text, registry, outcomes), registry, outcomes, texts, page)
@@ -229,13 +244,13 @@ def write_files(registry: dict, outcomes: list, out: Path, scale: str, pages: li
     return written
 
 
-def check_files(registry: dict, outcomes: list, out: Path, scale: str, pages: list = ()) -> list:
+def check_files(registry: dict, outcomes: list, out: Path, scale: str, pages: list = (), modified: list = ()) -> list:
     """One line per disagreement between the recomputed report and the files in `out` (and the
     blocks of the files `pages`), and per number of the paper tables (the report's and those in
     `out`) that a page quotes outside its blocks; empty when they all agree."""
     problems = []
-    for name, text in (("report.md", render_markdown(registry, outcomes, out, scale)),
-                       ("report.html", render_html(registry, outcomes, out, scale))):
+    for name, text in (("report.md", render_markdown(registry, outcomes, out, scale, modified)),
+                       ("report.html", render_html(registry, outcomes, out, scale, modified))):
         path = out / name
         if not path.exists():
             problems.append(f"{path}: missing (run rvfx report without --check)")

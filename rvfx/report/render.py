@@ -1,26 +1,84 @@
 """The outcomes as text: a claim's verdict and estimate table in Markdown (block_markdown: its
-report.md section and its README block), report.md, and report.html, self-contained; each report
+report.md section and its README block), report.md, and report.html, self-contained. Each report is
 titled with the scale its results were run at, so that a CI-scale smoke test never reads as the
-paper's results."""
+paper's results; counts only the paper's claims (their current versions, main readings); shows an
+amended claim's verdict as first committed beside its current one, and the verdicts that changed;
+words a measurement beyond the paper as what its rule finds, in a section of its own; shows another
+reading under its main claim; and lists the runs made with settings other than their spec's."""
 from __future__ import annotations
 
 import base64
 import html
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from rvfx.report.claims import Outcome
+from rvfx.report.claims import Outcome, role
+from rvfx.report.registry import EVALUATIVE
 from rvfx.report.rules import ci, describe_rule, nat
+from rvfx.report.settings import shown
 from rvfx.report.statistics import STATISTICS, describe_statistic, num
 from rvfx.report.tables import where_text
+
+VERDICTS = ("holds", "differs", "inconclusive")
+MEASURED = {"holds": "met", "differs": "not met", "inconclusive": "undecided"}
+"""What a rule finds on a measurement beyond the paper: rvfx's measurement, not a verdict on the paper."""
+
+
+def said(o: Outcome, verdict: str | None = None) -> str:
+    """A verdict of `o` (its own by default) as the report words it."""
+    verdict = o.verdict if verdict is None else verdict
+    return MEASURED[verdict] if o.beyond else verdict
 
 
 def md_cell(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
+def _md_text(text: str) -> str:
+    """Prose for Markdown: * and _ (as in Q*_2) taken literally."""
+    return re.sub(r"([*_])", r"\\\1", text)
+
+
+def _sentence(text: str) -> str:
+    """Prose of claims.yaml ending a sentence: with a full stop unless it has one."""
+    return text if text.rstrip().endswith((".", "!", "?")) else text + "."
+
+
+def _inline(text: str) -> str:
+    """Prose as HTML: escaped, with Markdown's `inline code` as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(str(text)))
+
+
+@dataclass(frozen=True)
+class Markup:
+    """How the report marks up what it writes: claims.yaml's prose, generated text, a verdict (its
+    value, as worded), a name in code, a link to a claim's section."""
+    prose: Callable[[str], str]
+    plain: Callable[[str], str]
+    verdict: Callable[[str, str], str]
+    code: Callable[[str], str]
+    link: Callable[[str], str]
+
+
+MARKDOWN = Markup(_md_text, str, lambda v, w: f"**{w}**", lambda s: f"`{s}`", lambda cid: f"[{cid}](#{cid})")
+HTML = Markup(_inline, _inline, lambda v, w: f'<b class="{v}">{html.escape(w)}</b>',
+              lambda s: f"<code>{html.escape(s)}</code>", lambda cid: f'<a href="#{cid}">{html.escape(cid)}</a>')
+
+
+def paper_claims(outcomes: list) -> list:
+    """The outcomes that are verdicts on the paper: neither beyond it nor another reading."""
+    return [o for o in outcomes if role(o.claim) == "paper"]
+
+
 def counts(outcomes: list) -> dict:
-    return {v: sum(o.verdict == v for o in outcomes) for v in ("holds", "differs", "inconclusive")}
+    """Verdicts of the paper's claims, counted."""
+    return _counted(paper_claims(outcomes))
+
+
+def _counted(items: list) -> dict:
+    return {v: sum(x.verdict == v for x in items) for v in VERDICTS}
 
 
 def _figure_label(registry: dict, fig_id: str) -> str:
@@ -42,7 +100,7 @@ def estimate_rows(o: Outcome, groups: list) -> list:
         for i, (level, e) in enumerate(row.estimates):
             last = i == len(row.estimates) - 1
             out.append([row.label if i == 0 else "", level, num(nat(e.value, scale)), ci(e, scale), str(e.n),
-                        e.detail, f"{row.verdict}: {row.why}" if last else ""])
+                        e.detail, f"{said(o, row.verdict)}: {row.why}" if last else ""])
     return out
 
 
@@ -51,8 +109,7 @@ def headline(o: Outcome) -> str:
     if not o.rows:
         return "no estimate"
     if len(o.rows) > 1:
-        c = {v: sum(r.verdict == v for r in o.rows) for v in ("holds", "differs", "inconclusive")}
-        return ", ".join(f"{n} {v}" for v, n in c.items() if n) + f" of {len(o.rows)} groups"
+        return ", ".join(f"{n} {said(o, v)}" for v, n in _counted(o.rows).items() if n) + f" of {len(o.rows)} groups"
     scale = STATISTICS[o.claim["statistic"]["kind"]][3]
     return "; ".join(f"{level + ' ' if level else ''}{num(nat(e.value, scale))} {ci(e, scale)}"
                      for level, e in o.rows[0].estimates)
@@ -62,10 +119,12 @@ COLUMNS = ["group", "level", "estimate", "95% CI", "n", "detail", "verdict"]
 
 
 def estimate_table(o: Outcome, groups: list) -> tuple[list, list]:
-    """(header, rows) of the estimates of `groups`, without columns that are empty in every row."""
+    """(header, rows) of the estimates of `groups`, without columns that are empty in every row; a
+    measurement beyond the paper heads its last column with what the rule finds, not a verdict."""
     rows = estimate_rows(o, groups)
-    keep = [i for i in range(len(COLUMNS)) if any(r[i] for r in rows)]
-    return [COLUMNS[i] for i in keep], [[r[i] for i in keep] for r in rows]
+    columns = COLUMNS[:-1] + ["rule finds" if o.beyond else "verdict"]
+    keep = [i for i in range(len(columns)) if any(r[i] for r in rows)]
+    return [columns[i] for i in keep], [[r[i] for i in keep] for r in rows]
 
 
 README_GROUPS = 8
@@ -75,6 +134,8 @@ hold, then the last; report.md lists them all."""
 
 AGGREGATES = {"all": "holds when every group holds, differs when any group differs",
               "any": "holds when some group holds, differs when every group differs"}
+MEASURED_AGGREGATES = {"all": "met when met in every group, not met when not met in some group",
+                       "any": "met when met in some group, not met when not met in every group"}
 
 
 def aggregation(o: Outcome) -> str:
@@ -82,21 +143,45 @@ def aggregation(o: Outcome) -> str:
     rule that combines them; empty for a claim of one group."""
     if len(o.rows) < 2:
         return ""
-    c = {v: sum(r.verdict == v for r in o.rows) for v in ("holds", "differs", "inconclusive")}
+    c = _counted(o.rows)
     aggregate = o.claim.get("aggregate", "all")
+    if o.beyond:
+        counts_text = f"{c['holds']} of {len(o.rows)} groups met" + "".join(
+            f", {c[v]} {MEASURED[v]}" for v in VERDICTS[1:] if c[v])
+        return f"{counts_text}; aggregate \"{aggregate}\": {MEASURED_AGGREGATES.get(aggregate, aggregate)}."
     counts_text = f"{c['holds']} of {len(o.rows)} groups {'holds' if c['holds'] == 1 else 'hold'}" + "".join(
         f", {c[v]} {word if c[v] == 1 else plural}" for v, word, plural in
         (("differs", "differs", "differ"), ("inconclusive", "inconclusive", "inconclusive")) if c[v])
     return f"{counts_text}; aggregate \"{aggregate}\": {AGGREGATES.get(aggregate, aggregate)}."
 
 
+def _lead(o: Outcome, m: Markup) -> str:
+    """What a verdict is, said before it: another reading, or rvfx's measurement beyond the paper."""
+    if role(o.claim) == "reading":
+        return f"Other reading of {m.code(o.claim['reading']['of'])}"
+    return "Measured beyond the paper (rvfx's measurement, not a verdict on the paper)" if o.beyond else ""
+
+
+def first_committed(o: Outcome, rules: dict, m: Markup) -> str:
+    """An amended claim's verdict as first committed, with version 1's statistic and rule (and its
+    words, when an amendment re-quoted the paper)."""
+    f = o.first
+    words = f.claim["words"] != o.claim["words"]
+    return (f"As first committed: {m.verdict(f.verdict, said(f))} ({m.plain(headline(f) + _status(f))}). "
+            f"{m.prose(statistic_sentence(f.claim))} Rule: {m.plain(describe_rule(f.claim, rules))}."
+            + (f" Its words: \"{m.prose(f.claim['words'])}\"" if words else ""))
+
+
 def block_markdown(o: Outcome, rules: dict, limit: int | None = None) -> str:
     """A claim's verdict and statistics: its report section's body, and (with a `limit` on the groups
-    listed) its README block. A claim tested per group says how its groups combine (aggregation)."""
+    listed) its README block. A claim tested per group says how its groups combine (aggregation);
+    an amended one, its verdict as first committed."""
     groups = o.rows
     if limit is not None and len(groups) > limit:
         groups = [r for r in o.rows[:-1] if r.verdict != "holds"][:limit - 1] + [o.rows[-1]]
-    lines = [f"**{o.verdict}** ({describe_rule(o.claim, rules)})." + (f" {o.problem}." if o.problem else "")]
+    lead = _lead(o, MARKDOWN)
+    lines = [f"{lead + ': ' if lead else ''}**{said(o)}** ({describe_rule(o.claim, rules)})."
+             + (f" {o.problem}." if o.problem else "")]
     if aggregation(o):
         lines[0] += " " + aggregation(o)
     if len(groups) < len(o.rows):
@@ -106,6 +191,9 @@ def block_markdown(o: Outcome, rules: dict, limit: int | None = None) -> str:
     if rows:
         lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
+    if o.first:
+        lines += ["", first_committed(o, rules, MARKDOWN)
+                  + (" report.md lists its amendments: why, when, and after seeing which data." if limit else "")]
     return "\n".join(lines)
 
 
@@ -120,15 +208,20 @@ def _status(o: Outcome) -> str:
     return f" ({o.problem.split(':')[0]})" if o.problem else ""
 
 
+def _number(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def summary_line(outcomes: list) -> str:
-    c = counts(outcomes)
-    return (f"{len(outcomes)} claims: {c['holds']} hold, {c['differs']} differ, {c['inconclusive']} inconclusive "
-            f"({sum(bool(o.problem) for o in outcomes)} on missing or partial results)")
-
-
-def _md_text(text: str) -> str:
-    """Prose for Markdown: * and _ (as in Q*_2) taken literally."""
-    return re.sub(r"([*_])", r"\\\1", text)
+    """The paper's claims counted by verdict, then how many other outcomes there are beside them."""
+    paper, c = paper_claims(outcomes), counts(outcomes)
+    beyond = sum(role(o.claim) == "beyond" for o in outcomes)
+    readings = sum(role(o.claim) == "reading" for o in outcomes)
+    others = [text for n, text in ((beyond, _number(beyond, "measurement", "measurements") + " beyond the paper"),
+                                   (readings, _number(readings, "other reading", "other readings"))) if n]
+    return (f"{len(paper)} claims: {c['holds']} hold, {c['differs']} differ, {c['inconclusive']} inconclusive "
+            f"({sum(bool(o.problem) for o in paper)} on missing or partial results)"
+            + ("; plus " + " and ".join(others) if others else ""))
 
 
 def _by_figure(outcomes: list) -> dict:
@@ -145,12 +238,36 @@ def _own_figures(registry: dict, outcomes: list) -> list:
             for f, e in registry["figures"].items() if "paper" not in e and f not in claimed]
 
 
-def scale_banner(scale: str) -> tuple[str, str]:
+def readings_of(outcomes: list) -> dict:
+    """{main claim id: [the outcomes of its other readings]}."""
+    found: dict = {}
+    for o in outcomes:
+        if role(o.claim) == "reading":
+            found.setdefault(o.claim["reading"]["of"], []).append(o)
+    return found
+
+
+def layout(outcomes: list) -> tuple[list, list]:
+    """(the paper's claims, the measurements beyond it), in claims.yaml's order, each followed by
+    its other readings."""
+    readings = readings_of(outcomes)
+    placed = [[x for o in outcomes if role(o.claim) == kind for x in (o, *readings.get(o.claim["id"], []))]
+              for kind in ("paper", "beyond")]
+    return placed[0], placed[1]
+
+
+def scale_banner(scale: str, modified: list = ()) -> tuple[str, str]:
     """(title suffix, first line) of a report on results run at `scale` ("ci", "paper", or a
-    description of mixed or missing scales), so that the reader knows what the verdicts are worth."""
+    description of mixed or missing scales), so that the reader knows what the verdicts are worth;
+    a paper-scale report with `modified` runs (settings.modified_runs) says so."""
     if scale == "ci":
         return "CI scale", ("CI scale: a smoke test of the pipeline, not the paper's results (those are the "
                             "paper-scale report, figures/paper/report.md).")
+    if scale == "paper" and modified:
+        return "paper scale, with modified runs", (
+            f"Paper scale, except that {_number(len(modified), 'experiment', 'experiments')} ran with settings "
+            f"other than the spec's (listed under \"{MODIFIED_HEADING}\"): the verdicts that read them are not "
+            f"the paper-scale results.")
     if scale == "paper":
         return "paper scale", "Paper scale: every experiment was run at the budgets of its spec's paper scale."
     return scale, f"Scale: {scale}; only the paper-scale report is a reproduction of the paper's results."
@@ -158,26 +275,124 @@ def scale_banner(scale: str) -> tuple[str, str]:
 
 GENERATED = ("Generated by `rvfx report` from claims.yaml (the claims, their statistics, and the verdict rules "
              "with their justification) and the result tables; do not edit.")
+CHANGED_HEADING, MODIFIED_HEADING, BEYOND_HEADING = ("What changed", "Runs with settings other than the spec's",
+                                                     "Beyond the paper")
+CHANGED_INTRO = ("Amended claims whose current verdict differs from their verdict as first committed, with the "
+                 "last amendment's reason")
+MODIFIED_INTRO = ("Experiment folders whose recorded settings (the resolved spec.yaml beside their tables) differ "
+                  "from what the shipped spec of their name resolves to at the scale they were run at, such as a "
+                  "`--set` override, with the claims that read them")
+BEYOND_INTRO = ("What rvfx measures that the paper does not claim. What each rule finds (met, not met, undecided) "
+                "is rvfx's measurement, not a verdict on the paper, and is not in the counts above.")
 
 
-def render_markdown(registry: dict, outcomes: list, out: Path, scale: str) -> str:
-    rules = registry["rules"]
-    title, first = scale_banner(scale)
+def changed(outcomes: list, m: Markup) -> list:
+    """One item per amended claim whose verdict differs from the one it had as first committed."""
+    items = []
+    for o in outcomes:
+        if o.first and o.first.verdict != o.verdict:
+            last = o.claim["amendments"][-1]
+            kind = {"paper": "", "beyond": " (beyond the paper)",
+                    "reading": f" (other reading of {o.claim.get('reading', {}).get('of')})"}[role(o.claim)]
+            items.append(f"{m.link(o.claim['id'])}{m.plain(kind)}: {m.verdict(o.first.verdict, said(o.first))} → "
+                         f"{m.verdict(o.verdict, said(o))}; version {len(o.claim['amendments']) + 1}, "
+                         f"{m.plain(last['date'])}: {m.prose(last['reason'])}")
+    return items
+
+
+def amendment_items(o: Outcome, m: Markup) -> list:
+    """Each amendment of an amended claim: its version, date, reason, the data it was made after,
+    the keys it replaced, and the paper's words when it re-quoted them."""
+    return [f"Version {n}, {m.plain(a['date'])}: {m.prose(a['reason'])} Made after seeing: {m.prose(a['after'])}. "
+            f"Replaces {', '.join(m.code(k) for k in EVALUATIVE if k in a)}."
+            + (f" The paper's words: \"{m.prose(a['words'])}\"" if "words" in a else "")
+            for n, a in enumerate(o.claim["amendments"], start=2)]
+
+
+def reading_items(o: Outcome, readings: dict, m: Markup) -> list:
+    """Under a main claim, each of its other readings: verdict, headline, and why the main is main."""
+    return [f"Other reading, {m.link(r.claim['id'])}: {m.verdict(r.verdict, said(r))} "
+            f"({m.plain(headline(r) + _status(r))}). {m.code(o.claim['id'])} is the main reading: "
+            f"{m.prose(_sentence(r.claim['reading']['why_main']))}" for r in readings.get(o.claim["id"], [])]
+
+
+def modified_items(modified: list, outcomes: list, m: Markup) -> list:
+    """One item per modified experiment folder: the settings that differ (or why they cannot be
+    compared), and the claims that read it (in their current version or as first committed)."""
+    items = []
+    for mod in modified:
+        readers = [o.claim["id"] for o in outcomes
+                   if mod.experiment in {x.claim.get("experiment") for x in (o, o.first) if x}]
+        what = "; ".join(f"{m.code(key)} = {m.plain(shown(got))} (the spec's: {m.plain(shown(want))})"
+                         for key, got, want in mod.differences) or m.plain(mod.problem)
+        items.append(f"{m.code(mod.experiment)}: {what}. Read by "
+                     + (", ".join(m.link(cid) for cid in readers) if readers else "no claim") + ".")
+    return items
+
+
+def _md_list(intro: str, items: list) -> list:
+    return [f"{intro}:" + (" none." if not items else ""), *([""] + [f"- {i}" for i in items] if items else [])]
+
+
+def _md_summary(outcomes: list, header: list) -> list:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in _summary_rows(outcomes, MARKDOWN)]
+
+
+def _summary_rows(outcomes: list, m: Markup) -> list:
+    """[claim, paper, statistic [95% CI], verdict] per outcome, another reading marked as such and
+    an amended claim's verdict as first committed beside its current one."""
+    rows = []
+    for o in outcomes:
+        link = m.link(o.claim["id"])
+        verdict = m.verdict(o.verdict, said(o)) + m.plain(_status(o))
+        if o.first:
+            verdict += f" (as first committed: {m.verdict(o.first.verdict, said(o.first))})"
+        rows.append([f"↳ {link}, other reading" if role(o.claim) == "reading" else link, m.plain(o.claim["paper"]),
+                     m.plain(headline(o)), verdict])
+    return rows
+
+
+SUMMARY_HEADER = ["claim", "paper", "statistic [95% CI]", "verdict"]
+BEYOND_HEADER = ["claim", "measured against", "statistic [95% CI]", "the rule finds"]
+
+
+def _md_claim(o: Outcome, rules: dict, readings: dict) -> list:
+    cl = o.claim
+    lines = ["", f"### {cl['id']}", ""]
+    if role(cl) == "reading":
+        lines += [f"Another reading of the sentence of [{cl['reading']['of']}](#{cl['reading']['of']}), which is "
+                  f"the main reading: {_md_text(_sentence(cl['reading']['why_main']))}", ""]
+    if "beyond" in cl:
+        lines += [f"Beyond the paper: {_md_text(_sentence(cl['beyond']))}", ""]
+    lines += [f"{cl['paper']}:", "", f"> {_md_text(cl['words'])}", "", _md_text(statistic_sentence(cl)), "",
+              block_markdown(o, rules)]
+    if o.first:
+        lines += ["", "Amendments:", ""] + [f"- {i}" for i in amendment_items(o, MARKDOWN)]
+    lines += [x for i in reading_items(o, readings, MARKDOWN) for x in ("", i)]
+    if cl.get("note"):
+        lines += ["", f"Note: {_md_text(cl['note'])}"]
+    return lines
+
+
+def render_markdown(registry: dict, outcomes: list, out: Path, scale: str, modified: list = ()) -> str:
+    rules, readings = registry["rules"], readings_of(outcomes)
+    paper, beyond = layout(outcomes)
+    title, first = scale_banner(scale, modified)
     lines = [f"# The paper's claims, tested: {title}", "", f"**{first}**", "", GENERATED, "",
-             f"**{summary_line(outcomes)}.**", "",
-             "| claim | paper | statistic [95% CI] | verdict |", "|---|---|---|---|"]
-    lines += [f"| [{o.claim['id']}](#{o.claim['id']}) | {md_cell(o.claim['paper'])} | {md_cell(headline(o))} | "
-              f"**{o.verdict}**{_status(o)} |" for o in outcomes]
-    for fig_id, group in _by_figure(outcomes).items():
+             f"**{summary_line(outcomes)}.**", "", *_md_summary(paper, SUMMARY_HEADER)]
+    lines += ["", f"## {CHANGED_HEADING}", "", *_md_list(CHANGED_INTRO, changed(outcomes, MARKDOWN))]
+    lines += ["", f"## {MODIFIED_HEADING}", "", *_md_list(MODIFIED_INTRO, modified_items(modified, outcomes, MARKDOWN))]
+    for fig_id, group in _by_figure(paper).items():
         image = _image(registry, fig_id)
         lines += ["", f"## {_figure_label(registry, fig_id)}: `{fig_id}`", "",
                   f"![{fig_id}]({image})" if (out / image).exists() else f"(figure not drawn: `rvfx plot {fig_id}`)"]
         for o in group:
-            cl = o.claim
-            lines += ["", f"### {cl['id']}", "", f"{cl['paper']}:", "", f"> {_md_text(cl['words'])}", "",
-                      _md_text(statistic_sentence(cl)), "", block_markdown(o, rules)]
-            if cl.get("note"):
-                lines += ["", f"Note: {_md_text(cl['note'])}"]
+            lines += _md_claim(o, rules, readings)
+    if beyond:
+        lines += ["", f"## {BEYOND_HEADING}", "", BEYOND_INTRO, "", *_md_summary(beyond, BEYOND_HEADER)]
+        for o in beyond:
+            lines += _md_claim(o, rules, readings)
     own = _own_figures(registry, outcomes)
     if own:
         lines += ["", "## Figures with no claim: rvfx's own, and the paper's diagrams", ""]
@@ -208,20 +423,48 @@ def _html_table(header: list, rows: list) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _inline(text: str) -> str:
-    """Prose as HTML: escaped, with Markdown's `inline code` as <code>."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(str(text)))
+def _html_list(intro: str, items: list) -> str:
+    return f"<p>{_inline(intro)}: none.</p>" if not items else \
+        f"<p>{_inline(intro)}:</p><ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
 
 
-def render_html(registry: dict, outcomes: list, out: Path, scale: str) -> str:
+def _html_claim(o: Outcome, rules: dict, readings: dict) -> tuple[list, int]:
+    """(parts, tables) of a claim's section in report.html."""
+    cl, esc = o.claim, _inline
+    parts = [f'<h3 id="{cl["id"]}">{esc(cl["id"])}: <span class="{o.verdict}">{html.escape(said(o))}</span></h3>']
+    if role(cl) == "reading":
+        parts.append(f"<p>Another reading of the sentence of {HTML.link(cl['reading']['of'])}, which is the main "
+                     f"reading: {esc(_sentence(cl['reading']['why_main']))}</p>")
+    if "beyond" in cl:
+        parts.append(f"<p>Beyond the paper: {esc(_sentence(cl['beyond']))}</p>")
+    parts.append(f"<p>{esc(cl['paper'])}:</p><blockquote>{esc(cl['words'])}</blockquote>"
+                 f"<p>{esc(statistic_sentence(cl))}</p>" + (f"<p>{_lead(o, HTML)}.</p>" if "beyond" in cl else "")
+                 + f"<p>Rule: {esc(describe_rule(cl, rules))}."
+                 + (f" <b>{esc(o.problem)}</b>." if o.problem else "")
+                 + (f" {esc(aggregation(o))}" if aggregation(o) else "") + "</p>")
+    header, rows = estimate_table(o, o.rows)
+    if rows:
+        parts.append(_html_table(header, [[esc(c) for c in r] for r in rows]))
+    if o.first:
+        parts.append(f"<p>{first_committed(o, rules, HTML)}</p><p>Amendments:</p><ul>"
+                     + "".join(f"<li>{i}</li>" for i in amendment_items(o, HTML)) + "</ul>")
+    parts += [f"<p>{i}</p>" for i in reading_items(o, readings, HTML)]
+    if cl.get("note"):
+        parts.append(f"<p>Note: {esc(cl['note'])}</p>")
+    return parts, int(bool(rows))
+
+
+def render_html(registry: dict, outcomes: list, out: Path, scale: str, modified: list = ()) -> str:
     """The report as one HTML file: figures embedded as base64 PNG, no external resources; an inline
     script records on <body> how many images loaded and how many tables exist (for a headless browser)."""
-    rules, esc = registry["rules"], _inline
-    title, first = scale_banner(scale)
-    summary = [[f'<a href="#{o.claim["id"]}">{esc(o.claim["id"])}</a>', esc(o.claim["paper"]), esc(headline(o)),
-                f'<b class="{o.verdict}">{o.verdict}</b>{esc(_status(o))}'] for o in outcomes]
-    parts, images, tables = [_html_table(["claim", "paper", "statistic [95% CI]", "verdict"], summary)], 0, 1
-    for fig_id, group in _by_figure(outcomes).items():
+    rules, esc, readings = registry["rules"], _inline, readings_of(outcomes)
+    paper, beyond = layout(outcomes)
+    title, first = scale_banner(scale, modified)
+    parts = [_html_table(SUMMARY_HEADER, _summary_rows(paper, HTML)),
+             f"<h2>{CHANGED_HEADING}</h2>{_html_list(CHANGED_INTRO, changed(outcomes, HTML))}",
+             f"<h2>{esc(MODIFIED_HEADING)}</h2>{_html_list(MODIFIED_INTRO, modified_items(modified, outcomes, HTML))}"]
+    images, tables = 0, 1
+    for fig_id, group in _by_figure(paper).items():
         image = out / _image(registry, fig_id)
         parts.append(f"<h2>{esc(_figure_label(registry, fig_id))}: <code>{esc(fig_id)}</code></h2>")
         if image.exists():
@@ -231,18 +474,15 @@ def render_html(registry: dict, outcomes: list, out: Path, scale: str) -> str:
         else:
             parts.append(f"<p>(figure not drawn: <code>rvfx plot {esc(fig_id)}</code>)</p>")
         for o in group:
-            cl = o.claim
-            parts.append(f'<h3 id="{cl["id"]}">{esc(cl["id"])}: <span class="{o.verdict}">{o.verdict}</span></h3>'
-                         f"<p>{esc(cl['paper'])}:</p><blockquote>{esc(cl['words'])}</blockquote>"
-                         f"<p>{esc(statistic_sentence(cl))}</p><p>Rule: {esc(describe_rule(cl, rules))}."
-                         + (f" <b>{esc(o.problem)}</b>." if o.problem else "")
-                         + (f" {esc(aggregation(o))}" if aggregation(o) else "") + "</p>")
-            header, rows = estimate_table(o, o.rows)
-            if rows:
-                parts.append(_html_table(header, [[esc(c) for c in r] for r in rows]))
-                tables += 1
-            if cl.get("note"):
-                parts.append(f"<p>Note: {esc(cl['note'])}</p>")
+            claim_parts, n = _html_claim(o, rules, readings)
+            parts, tables = parts + claim_parts, tables + n
+    if beyond:
+        parts += [f"<h2>{BEYOND_HEADING}</h2><p>{esc(BEYOND_INTRO)}</p>",
+                  _html_table(BEYOND_HEADER, _summary_rows(beyond, HTML))]
+        tables += 1
+        for o in beyond:
+            claim_parts, n = _html_claim(o, rules, readings)
+            parts, tables = parts + claim_parts, tables + n
     own = _own_figures(registry, outcomes)
     if own:
         parts.append("<h2>Figures with no claim: rvfx's own, and the paper's diagrams</h2><ul>"
