@@ -224,8 +224,8 @@ def test_a_malformed_claim_is_named_with_its_line(tmp_path):
     claims, line = _claims_with(tmp_path, "rule: {kind: about, target: 5}", "rule: {kind: roughly, target: 5}")
     result = _report(tmp_path, claims)
     assert result.exit_code == 2
-    assert result.output.strip() == (f"error: {claims}:{line}: claim fig5_rlsvi_slope.rule.kind: rule.kind must be "
-                                     f"one of about, below, at_most, inequality, order, best_in, most, few")
+    assert result.output.strip() == (f"error: {claims}:{line}: claim fig5_rlsvi_slope.rule.kind: rule.kind must be one "
+                                     f"of about, nearest, below, at_most, inequality, sign, order, best_in, most, few")
     claims, line = _claims_with(tmp_path, "  - id: fig5_rlsvi_slope\n",
                                 "  - id: fig5_rlsvi_slope\n    verdict: holds\n")
     result = _report(tmp_path, claims)

@@ -5,7 +5,8 @@ by `rvfx report` on a hand-built results folder.
 The statistics are chosen so that their intervals are known exactly: `min` gives the point [x, x];
 the bootstrap mean of two runs x < y gives [x, y] (each end is a replicate value, and both runs
 alike come up in a quarter of the 2,000 resamples); a ratio's numerator of two runs 10 and 20 over a
-reference of one run 1 gives [log2 10, log2 20]."""
+reference of one run 1 gives [log2 10, log2 20]; the median learning time of runs all alike is the
+point [t, t], and +inf when every run is censored."""
 import math
 import re
 
@@ -14,7 +15,8 @@ import pytest
 import yaml
 from cli_helpers import CONFIGS, invoke
 
-from rvfx.report.rules import TOLERANCE
+from rvfx.report.registry import RegistryError, load_registry
+from rvfx.report.rules import RULES, TOLERANCE
 
 CLAIMS = CONFIGS.parent / "claims.yaml"
 EXPERIMENT = "deepsea_tabular_scaling"      # any experiment of a registered figure would do
@@ -24,6 +26,11 @@ POINT, PAIR = {"kind": "min", "column": "value"}, {"kind": "mean", "column": "va
 FRACTION = {"kind": "fraction", "criterion": "learnt"}
 RATIO = {"kind": "ratio", "column": "value", "numerator": "side == 'num'", "reference": "side == 'ref'"}
 ABOUT2, BELOW5 = {"kind": "about", "target": 2}, {"kind": "below", "target": 5}
+NEAREST2, SQRT_200 = {"kind": "nearest", "target": 2}, math.sqrt(200)   # log2 sqrt 200 +- 1/2: log2 10, log2 20
+ABOVE0, BELOW0 = {"kind": "sign", "op": ">"}, {"kind": "sign", "op": "<"}
+WITHIN_1E_12 = 1e-12
+MEDIAN = {"kind": "median_learning_time"}
+TREND = {"kind": "breakdown_trend", "x": "psi", "over": "M", "criterion": "learnt"}
 AT_MOST1 = {"kind": "at_most", "target": 1}
 LE1, GE0 = {"kind": "inequality", "op": "<=", "target": 1}, {"kind": "inequality", "op": ">=", "target": 0}
 ORDER = {"kind": "order", "tiers": ["a", "b", "c"]}
@@ -36,6 +43,16 @@ def learnt(k: int, n: int = 20, **columns) -> list:
 
 def per_agent(**values) -> list:
     return [{"agent": a, "value": v} for a, vs in values.items() for v in (vs if isinstance(vs, tuple) else (vs,))]
+
+
+def times(**runs) -> list:
+    """Runs per agent with these learning times (None: censored)."""
+    return [{"agent": a, "learning_time": t, "censored": t is None} for a, ts in runs.items() for t in ts]
+
+
+def breaking(points: dict, psis=(1, 2, 3)) -> list:
+    """Two runs per (M, psi) cell, both learning below M's breakdown psi and neither from it on."""
+    return [{"M": m, "psi": x, "censored": x >= b} for m, b in points.items() for x in psis for _ in range(2)]
 
 
 # case: (runs, statistic, rule, extra claim keys, verdict, words of the row's why)
@@ -55,6 +72,48 @@ CASES = {
     "about_log2_width_10_to_20": ([{"side": "num", "value": 10.0}, {"side": "num", "value": 20.0},
                                    {"side": "ref", "value": 1.0}], RATIO, {"kind": "about", "target": 14}, {},
                                   "holds", "CI [10.00, 20.0] overlaps [9.90, 19.8]"),
+    "about_within_1e12_beyond_the_upper_edge": ([{"value": 2.5 + WITHIN_1E_12}], POINT, ABOUT2, {}, "holds",
+                                                 "overlaps"),
+    # nearest 2: the CI inside the band [1.5, 2.5]
+    "nearest_holds": ([{"value": 2.2}], POINT, NEAREST2, {}, "holds", "CI [2.20, 2.20] lies inside [1.5, 2.5]"),
+    "nearest_differs": ([{"value": 3.0}], POINT, NEAREST2, {}, "differs", "misses [1.5, 2.5]"),
+    "nearest_inconclusive": ([{"value": 2.0}, {"value": 3.0}], PAIR, NEAREST2, {}, "inconclusive",
+                             "straddles an end of [1.5, 2.5]"),
+    "nearest_ci_exactly_the_band": ([{"value": 1.5}, {"value": 2.5}], PAIR, NEAREST2, {}, "holds", "lies inside"),
+    "nearest_on_the_upper_edge": ([{"value": 2.5}], POINT, NEAREST2, {}, "holds", "lies inside"),
+    "nearest_touching_the_band_from_outside": ([{"value": 2.5}, {"value": 3.0}], PAIR, NEAREST2, {},
+                                               "inconclusive", "straddles"),
+    "nearest_within_1e12_beyond_the_upper_edge": ([{"value": 2.0}, {"value": 2.5 + WITHIN_1E_12}], PAIR, NEAREST2,
+                                                   {}, "holds", "lies inside"),
+    "nearest_within_1e12_beyond_the_lower_edge": ([{"value": 1.5 - WITHIN_1E_12}], POINT, NEAREST2, {}, "holds",
+                                                   "lies inside"),
+    "nearest_just_beyond_the_upper_edge": ([{"value": 2.0}, {"value": 2.500001}], PAIR, NEAREST2, {},
+                                           "inconclusive", "straddles"),
+    "nearest_just_beyond_the_lower_edge": ([{"value": 1.499999}], POINT, NEAREST2, {}, "differs", "misses"),
+    # a CI [log2 10, log2 20] inside the band [log2 10, log2 20] (their ends 1 ulp apart): holds; and
+    # across the upper end of the band [log2 14 - 1/2, log2 14 + 1/2], where about holds
+    "nearest_log2_width_10_to_20": ([{"side": "num", "value": 10.0}, {"side": "num", "value": 20.0},
+                                     {"side": "ref", "value": 1.0}], RATIO, {"kind": "nearest", "target": SQRT_200},
+                                    {}, "holds", "CI [10.00, 20.0] lies inside [10.00, 20.0]"),
+    "nearest_log2_width_across_the_band": ([{"side": "num", "value": 10.0}, {"side": "num", "value": 20.0},
+                                            {"side": "ref", "value": 1.0}], RATIO, {"kind": "nearest", "target": 14},
+                                           {}, "inconclusive", "CI [10.00, 20.0] straddles an end of [9.90, 19.8]"),
+    # sign > 0 and < 0: the CI strictly on that side of 0
+    "sign_above_holds": ([{"value": 0.5}], POINT, ABOVE0, {}, "holds", "lies above 0"),
+    "sign_above_differs": ([{"value": -0.5}], POINT, ABOVE0, {}, "differs", "lies below 0"),
+    "sign_above_inconclusive": ([{"value": -1.0}, {"value": 1.0}], PAIR, ABOVE0, {}, "inconclusive", "reaches 0"),
+    "sign_above_at_zero": ([{"value": 0.0}], POINT, ABOVE0, {}, "inconclusive", "reaches 0"),
+    "sign_above_ci_ending_at_zero": ([{"value": 0.0}, {"value": 1.0}], PAIR, ABOVE0, {}, "inconclusive", "reaches 0"),
+    "sign_above_within_1e12_of_zero": ([{"value": WITHIN_1E_12}], POINT, ABOVE0, {}, "inconclusive", "reaches 0"),
+    "sign_above_just_above_zero": ([{"value": 1e-6}], POINT, ABOVE0, {}, "holds", "lies above 0"),
+    "sign_below_holds": ([{"value": -0.5}], POINT, BELOW0, {}, "holds", "lies below 0"),
+    "sign_below_differs": ([{"value": 0.5}], POINT, BELOW0, {}, "differs", "lies above 0"),
+    "sign_below_inconclusive": ([{"value": -1.0}, {"value": 1.0}], PAIR, BELOW0, {}, "inconclusive", "reaches 0"),
+    "sign_below_rounding_under_zero": ([{"value": ROUNDED_ZERO}], POINT, BELOW0, {}, "inconclusive", "reaches 0"),
+    "sign_of_a_ratio": ([{"side": "num", "value": 2.0}, {"side": "num", "value": 3.0}, {"side": "ref", "value": 1.0}],
+                        RATIO, ABOVE0, {}, "holds", "CI [2.00, 3.00] lies above 1.00"),
+    "sign_of_a_breakdown_trend": (breaking({10: 2, 20: 3, 40: 4}), TREND, ABOVE0, {}, "holds",
+                                  "breakdown psi per M: 10: 2.00, 20: 3.00, 40: ∞"),
     # below 5: the CI below 4.5
     "below_holds": ([{"value": 3.0}], POINT, BELOW5, {}, "holds", "lies below 4.5"),
     "below_differs": ([{"value": 6.0}], POINT, BELOW5, {}, "differs", "at or above 4.5"),
@@ -103,6 +162,15 @@ CASES = {
                            "inconclusive", "CIs overlap"),
     "order_reversed_by_rounding_only": (per_agent(a=0.1, b=0.1 + 0.2, c=0.3), POINT, ORDER, {"group": "agent"},
                                         "inconclusive", "CIs overlap"),
+    "order_not_computable": (per_agent(a=1.0, b=2.0, c=float("nan")), POINT, ORDER, {"group": "agent"},
+                             "inconclusive", "not computable for c"),
+    # order of median learning times, a censored run counted as +inf
+    "order_of_medians_holds": (times(a=(10, 10), b=(20, 20), c=(None, None)), MEDIAN, ORDER, {"group": "agent"},
+                               "holds", "2 of 2 runs censored"),
+    "order_of_medians_differs": (times(a=(10, 10), b=(None, None), c=(20, 20)), MEDIAN, ORDER, {"group": "agent"},
+                                 "differs", "c < b"),
+    "order_of_medians_both_censored": (times(a=(10, 10), b=(None, None), c=(None, None)), MEDIAN, ORDER,
+                                       {"group": "agent"}, "inconclusive", "CIs overlap"),
     "order_absent_level": (per_agent(a=1.0, b=2.0), POINT, ORDER, {"group": "agent"}, "inconclusive",
                            "no runs with agent = c"),
     # best_in: the best of the set below the best outside it
@@ -110,6 +178,8 @@ CASES = {
     "best_in_differs": (per_agent(a=3.0, b=4.0, c=1.0), POINT, BEST_IN, {"group": "agent"}, "differs", "c < a"),
     "best_in_inconclusive": (per_agent(a=2.0, b=3.0, c=2.0), POINT, BEST_IN, {"group": "agent"}, "inconclusive",
                              "CIs overlap"),
+    "best_in_cis_touching": (per_agent(a=(1.0, 2.0), b=3.0, c=(2.0, 3.0)), PAIR, BEST_IN, {"group": "agent"},
+                             "inconclusive", "CIs overlap"),
     "best_in_nothing_outside": (per_agent(a=2.0, b=3.0), POINT, BEST_IN, {"group": "agent"}, "inconclusive",
                                 "no estimate outside the set"),
     # aggregates over groups (by:): all and any
@@ -166,14 +236,13 @@ def test_each_rule_and_aggregate_gives_the_verdict_its_definition_says(report, c
 
 
 def test_every_rule_kind_and_aggregate_is_seen_holding_differing_and_inconclusive():
-    """The cases above cover each kind of claims.yaml's rules and each aggregate with all three verdicts."""
+    """The cases above cover each rule kind and each aggregate with all three verdicts."""
     seen = {}
     for _, _, rule, extra, verdict, _ in CASES.values():
         seen.setdefault(rule["kind"], set()).add(verdict)
         if "by" in extra:
             seen.setdefault(extra.get("aggregate", "all"), set()).add(verdict)
-    kinds = {c["rule"]["kind"] for c in yaml.safe_load(CLAIMS.read_text())["claims"]}
-    assert kinds | {"all", "any"} <= set(seen)
+    assert set(RULES) | {"all", "any"} <= set(seen)
     assert all(v == {"holds", "differs", "inconclusive"} for v in seen.values()), seen
 
 
@@ -184,3 +253,19 @@ def test_the_cases_at_an_edge_are_within_rounding_of_it_or_clearly_beyond():
     assert 0 < ULP_ABOVE_1 - 1 < TOLERANCE and -TOLERANCE < ROUNDED_ZERO < 0 and 0.1 + 0.2 > 0.3
     assert math.log2(20) - math.log2(10) > 1 and math.log2(20) - math.log2(10) - 1 < TOLERANCE
     assert min(abs(2.500001 - 2.5), abs(4.499999 - 4.5), abs(1.500001 - 1.5), 1e-6) > 900 * TOLERANCE
+    assert WITHIN_1E_12 < TOLERANCE and 2.5 + WITHIN_1E_12 > 2.5 and 1.5 - WITHIN_1E_12 < 1.5
+    band = (math.log2(SQRT_200) - 0.5, math.log2(SQRT_200) + 0.5)
+    assert band[0] == math.log2(10) and 0 < math.log2(20) - band[1] < TOLERANCE
+
+
+@pytest.mark.parametrize("op", [">", "<", ">=", "<=", "="])
+def test_a_sign_rule_states_gt_or_lt_and_nothing_else(tmp_path, op):
+    registry = yaml.safe_load(CLAIMS.read_text())
+    claim = next(c for c in registry["claims"] if c["id"] == "fig5_rlsvi_slope")
+    claim["rule"] = {"kind": "sign", "op": op}
+    (tmp_path / "claims.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True))
+    if op in (">", "<"):
+        load_registry(tmp_path / "claims.yaml")
+        return
+    with pytest.raises(RegistryError, match=r"claim fig5_rlsvi_slope\.rule\.op: rule\.op must be > or <$"):
+        load_registry(tmp_path / "claims.yaml")

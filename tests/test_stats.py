@@ -111,3 +111,114 @@ def test_mean_t_ci_known_value_and_coverage_at_three_seeds():
     ci = mean_t_ci(df, ["g"], "x")
     cover = float(((ci["lo"] <= 5.0) & (5.0 <= ci["hi"])).mean())
     assert abs(cover - 0.95) < 3 * np.sqrt(0.95 * 0.05 / n)               # exact for normal data
+
+
+# ------------------------------------------------------------------ the claims report's statistics
+
+BOOT = {"n_boot": 2000, "seed": 0, "level": 0.95}
+
+
+def estimate(df: pd.DataFrame, **params):
+    from rvfx.report.statistics import STATISTICS
+    return STATISTICS[params["kind"]][0](df, params, BOOT)
+
+
+def test_median_learning_time_ci_covers_the_known_median_of_censored_runs():
+    """Exponential learning times of mean 1000 (median 1000 ln 2 = 693), censored at a cap of 2000
+    (e^-2 = 13.5% of runs). On 400 runs the estimate is the sample's median, censored runs counted as
+    +inf, within 3 s.e. of 693 (s.e. 1 / (2 f(m) sqrt n) = 1000 / sqrt n), and its CI about 2 x 1.96 s.e.
+    wide; over 200 samples of 60 runs (500 resamples each) the CI covers 693 in 95% of them, up to 3
+    binomial s.e. (0.046)."""
+    from rvfx.report.statistics import STATISTICS
+    n, true = 400, 1000 * np.log(2)
+    rng = np.random.default_rng(0)
+    t = rng.exponential(1000, n)
+    df = pd.DataFrame({"learning_time": np.where(t > 2000, np.nan, t)})
+    e = estimate(df, kind="median_learning_time")
+    se = 1000 / np.sqrt(n)
+    assert e.value == np.median(np.where(t > 2000, np.inf, t)) and abs(e.value - true) < 3 * se
+    assert e.lo <= e.value <= e.hi and 1.96 * se < e.hi - e.lo < 4 * 1.96 * se
+    assert e.n == n and e.detail == f"{int((t > 2000).sum())} of {n} runs censored"
+    assert STATISTICS["median_learning_time"][3] == "linear"
+    median, covered = STATISTICS["median_learning_time"][0], 0
+    for _ in range(200):
+        t = rng.exponential(1000, 60)
+        e = median(pd.DataFrame({"learning_time": np.where(t > 2000, np.nan, t)}), {}, {**BOOT, "n_boot": 500})
+        covered += e.lo <= true <= e.hi
+    assert abs(covered / 200 - 0.95) < 3 * np.sqrt(0.95 * 0.05 / 200)
+
+
+def test_median_learning_time_is_infinite_when_most_runs_are_censored():
+    e = estimate(pd.DataFrame({"learning_time": [10.0, np.nan, np.nan]}), kind="median_learning_time")
+    assert e.value == np.inf and e.hi == np.inf and e.detail == "2 of 3 runs censored"
+
+
+def grid(breakdown: dict, p_before: float = 1.0, p_after: float = 0.0, runs: int = 10, seed: int = 0):
+    """Runs over M x psi in 1..6: each learns with p_before below its M's breakdown psi, p_after from it on."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([{"M": m, "psi": x, "learnt": rng.random() < (p_before if x < b else p_after)}
+                         for m, b in breakdown.items() for x in range(1, 7) for _ in range(runs)])
+
+
+TREND = {"kind": "breakdown_trend", "x": "psi", "over": "M", "criterion": "learnt"}
+
+
+@pytest.mark.parametrize("order, rho", [((2, 3, 4, 5, 7), 1.0), ((7, 5, 4, 3, 2), -1.0)])
+def test_breakdown_trend_is_plus_or_minus_one_on_a_monotone_grid(order, rho):
+    """Breakdown psi rising (falling) with M, the last M never breaking down in the grid (+inf):
+    Spearman's rho is +1 (-1); with 9 runs in 10 learning before and 1 in 10 after, the CI keeps the sign."""
+    ms = (5, 10, 20, 30, 40)
+    e = estimate(grid(dict(zip(ms, order))), **TREND)
+    assert [e.value, e.lo, e.hi] == pytest.approx([rho] * 3)
+    assert e.detail.endswith(f"{ms[-1]}: ∞") == (order[-1] == 7) and e.n == 5 * 6 * 10
+    noisy = estimate(grid(dict(zip(ms, order)), p_before=0.9, p_after=0.1), **TREND)
+    assert noisy.value == pytest.approx(rho) and np.sign(noisy.lo) == np.sign(noisy.hi) == np.sign(rho)
+
+
+def test_breakdown_trend_is_inconclusive_on_a_flat_grid():
+    """Every M breaks down at psi = 4: rho is 0 exactly (ties, no trend); with each cell's learning
+    at 0.7 below and 0.3 from it, the breakdown points vary by chance and the CI reaches both signs."""
+    from rvfx.report.rules import rule_verdict
+    flat = {m: 4 for m in (5, 10, 20, 30, 40)}
+    e = estimate(grid(flat), **TREND)
+    assert (e.value, e.lo, e.hi) == (0.0, 0.0, 0.0)
+    noisy = estimate(grid(flat, p_before=0.7, p_after=0.3), **TREND)
+    assert noisy.lo < 0 < noisy.hi
+    for est in (e, noisy):
+        assert rule_verdict({"kind": "sign", "op": ">"}, {}, est, "linear")[0] == "inconclusive"
+
+
+def test_rank_correlation_is_spearmans_with_ties_and_infinity():
+    from scipy.stats import spearmanr
+
+    from rvfx.analysis.stats import rank_correlation
+    y = [0.01, 0.01, 0.003, 1.0, np.inf]
+    assert rank_correlation(range(5), y) == pytest.approx(spearmanr(range(5), [0.01, 0.01, 0.003, 1.0, 9e9])[0])
+    assert rank_correlation(range(5), y) == pytest.approx(6.5 / np.sqrt(95))      # ranks 2.5 2.5 1 4 5
+    assert rank_correlation(range(3), [np.inf] * 3) == 0.0
+
+
+def test_plateau_of_a_column_is_the_smallest_k_within_1_2_of_the_best_mean():
+    """Mean regret 5000, 3000, 1500, 1050, 1000 at K = 1, 5, 10, 20, 40 (two runs each, +-50): K = 20 is
+    the smallest within 1.2 x 1000, and in every resample (1100 <= 1.2 x 950 < 1450); the median
+    learning times, best at K = 10, put it at 10."""
+    ks, regret, lt = [1, 5, 10, 20, 40], [5000, 3000, 1500, 1050, 1000], [np.nan, 900, 500, 550, 560]
+    df = pd.DataFrame([{"agent.K": k, "final_cum_regret": r + d, "learning_time": t}
+                       for k, r, t in zip(ks, regret, lt) for d in (-50, 50)])
+    e = estimate(df, kind="plateau", x="agent.K", column="final_cum_regret")
+    assert (e.value, e.lo, e.hi) == (np.log2(20), np.log2(20), np.log2(20))
+    assert estimate(df, kind="plateau", x="agent.K").value == np.log2(10)
+
+
+def test_ratio_to_best_states_the_numerators_rank_among_the_candidates():
+    df = pd.DataFrame({"agent": ["b"] * 2 + ["g"] * 6, "v": [0.0] * 2 + [0.01, 0.01, 0.1, 0.1, 1.0, 1.0],
+                       "regret": [90.0, 100, 40, 50, 180, 190, 500, 520]})
+    params = {"kind": "ratio_to_best", "column": "regret", "candidates": "agent == 'g'", "over": "v"}
+    e = estimate(df, numerator="agent == 'b'", **params)
+    assert e.detail.endswith("rank 2 of 4 by mean: between v = 0.01 (45.0) and 0.1 (185)")
+    assert e.value == pytest.approx(np.log2(95 / 45))
+    best = estimate(df.assign(regret=df["regret"].where(df["agent"] == "g", 1.0)), numerator="agent == 'b'", **params)
+    assert best.detail.endswith("rank 1 of 4 by mean: below v = 0.01 (45.0)")
+    worst = estimate(df.assign(regret=df["regret"].where(df["agent"] == "g", 999.0)), numerator="agent == 'b'",
+                     **params)
+    assert worst.detail.endswith("rank 4 of 4 by mean: above v = 1 (510)")

@@ -207,6 +207,22 @@ def plateau_k(ks, medians, tolerance: float = PLATEAU_TOLERANCE):
     return None  # pragma: no cover - the best K always qualifies
 
 
+def _average_ranks(a) -> np.ndarray:
+    """Ranks from 1, ties given their average rank (+inf above every finite value and tied with +inf)."""
+    a = np.asarray(a, float)
+    return (a[:, None] > a).sum(axis=1) + ((a[:, None] == a).sum(axis=1) + 1) / 2
+
+
+def rank_correlation(x, y) -> float:
+    """Spearman's rank correlation of x and y: Pearson's on their average ranks; 0 when x or y is
+    constant (no monotone trend). Small arrays only (pairwise comparisons), as a bootstrap calls it
+    thousands of times."""
+    rx, ry = _average_ranks(list(x)), _average_ranks(list(y))
+    dx, dy = rx - rx.mean(), ry - ry.mean()
+    scale = np.sqrt((dx @ dx) * (dy @ dy))
+    return float(dx @ dy / scale) if scale > 0 else 0.0
+
+
 def two_piece_breakpoint(x: np.ndarray, y: np.ndarray) -> float:
     """Where a continuous two-piece line in (log x, log y) fits the medians best: the grid value
     of x at the kink (NaN with fewer than 4 points)."""

@@ -12,7 +12,7 @@ from rvfx.experiment import yaml_lines
 from rvfx.experiment.params import SpecError
 from rvfx.figures import FIGURES
 from rvfx.report.grammar import MAX_LENGTH, ExpressionError, parse
-from rvfx.report.rules import GROUP_RULES, RULES
+from rvfx.report.rules import GROUP_RULES, RULE_OPS, RULES
 from rvfx.report.statistics import STATISTICS
 from rvfx.report.tables import COMPUTED
 
@@ -198,8 +198,8 @@ def _check_version(claim: dict, figures: dict, fail) -> None:
     if (rule["kind"] in GROUP_RULES) != ("group" in claim):
         fail("group" if "group" in claim else "rule",
              f"group is needed by, and only by, the rules {', '.join(sorted(GROUP_RULES))}")
-    if rule["kind"] == "inequality" and rule["op"] not in ("<=", ">="):
-        fail("rule.op", "rule.op must be <= or >=")
+    if rule["kind"] in RULE_OPS and rule["op"] not in RULE_OPS[rule["kind"]]:
+        fail("rule.op", f"rule.op must be {' or '.join(RULE_OPS[rule['kind']])}")
     if claim.get("aggregate", "all") not in ("all", "any"):
         fail("aggregate", "aggregate must be all or any")
     _check_conditions(claim, fail)

@@ -43,12 +43,26 @@ def _target(rule: dict) -> str:
     return f"{rule['target']:g}"
 
 
+def _band(t: float, h: float, scale: str) -> str:
+    """The band [t - h, t + h] of about and nearest, in the statistic's natural units."""
+    return f"[{_edge(t - h, scale)}, {_edge(t + h, scale)}]"
+
+
 def ci(e: Estimate, scale: str) -> str:
     return f"[{num(nat(e.lo, scale))}, {num(nat(e.hi, scale))}]"
 
 
+def _sign_verdict(op: str, interval: str, e: Estimate, scale: str) -> tuple[str, str]:
+    """sign: the CI on the stated side of 0 (beyond TOLERANCE), or on the other side."""
+    zero, above, below = _edge(0.0, scale), _lt(0.0, e.lo), _lt(e.hi, 0.0)
+    if not (above or below):
+        return "inconclusive", f"CI {interval} reaches {zero}"
+    side = "above" if above else "below"
+    return ("holds" if side == ("above" if op == ">" else "below") else "differs"), f"CI {interval} lies {side} {zero}"
+
+
 def rule_verdict(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
-    """(verdict, why) of a one-estimate rule (about, below, at_most, inequality, most, few)."""
+    """(verdict, why) of a one-estimate rule (about, nearest, below, at_most, inequality, sign, most, few)."""
     kind, interval = rule["kind"], ci(e, scale)
     if np.isnan(e.value) or np.isnan(e.lo) or np.isnan(e.hi):
         return "inconclusive", f"not computable ({e.detail})" if e.detail else "not computable"
@@ -58,10 +72,20 @@ def rule_verdict(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str
         holds, differs = (most, few) if kind == "most" else (few, most)
         why = f"fraction {num(e.value)} ({e.detail}), CI {interval}"
         return ("holds" if holds else "differs" if differs else "inconclusive"), why
+    if kind == "sign":
+        return _sign_verdict(rule["op"], interval, e, scale)
     t = _scaled(rule["target"], scale)
+    if kind == "nearest":
+        h = consts["nearest"]["half_width"]
+        band = _band(t, h, scale)
+        if _le(t - h, e.lo) and _le(e.hi, t + h):
+            return "holds", f"CI {interval} lies inside {band}"
+        if _lt(e.hi, t - h) or _lt(t + h, e.lo):
+            return "differs", f"CI {interval} misses {band}"
+        return "inconclusive", f"CI {interval} straddles an end of {band}"
     if kind == "about":
         h = consts["about"]["half_width"]
-        band = f"[{_edge(t - h, scale)}, {_edge(t + h, scale)}]"
+        band = _band(t, h, scale)
         if _lt(e.hi, t - h) or _lt(t + h, e.lo):
             return "differs", f"CI {interval} misses {band}"
         if _lt(consts["about"]["max_ci_width"], e.hi - e.lo):
@@ -92,7 +116,11 @@ def rule_verdict(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str
 
 
 def order_verdict(tiers: list) -> tuple[str, str]:
-    """(verdict, why) of tiers [[(label, Estimate), ...], ...] stated in increasing order."""
+    """(verdict, why) of tiers [[(label, Estimate), ...], ...] stated in increasing order; inconclusive
+    when some estimate is not computable (NaN compares as neither order)."""
+    unknown = [label for tier in tiers for label, e in tier if np.isnan([e.value, e.lo, e.hi]).any()]
+    if unknown:
+        return "inconclusive", f"not computable for {', '.join(unknown)}"
     holds, reversed_ = True, []
     for lower, upper in zip(tiers, tiers[1:]):
         for a, ea in lower:
@@ -126,11 +154,14 @@ def describe_rule(claim: dict, consts: dict) -> str:
     if kind == "few":
         c = consts["few"]
         return f"few: fraction <= {c['at_most']:g} and CI upper end < {c['excludes_most_below']:g}"
+    if kind == "sign":
+        return f"sign {rule['op']} 0: the 95% CI lies {'above' if rule['op'] == '>' else 'below'} {_edge(0.0, scale)}"
     t = _scaled(rule["target"], scale)
     if kind == "about":
-        h = consts["about"]["half_width"]
-        return (f"about {_target(rule)}: the 95% CI overlaps "
-                f"[{_edge(t - h, scale)}, {_edge(t + h, scale)}]")
+        return f"about {_target(rule)}: the 95% CI overlaps {_band(t, consts['about']['half_width'], scale)}"
+    if kind == "nearest":
+        return (f"approximately {_target(rule)}, read as the nearest whole unit: the 95% CI lies inside "
+                f"{_band(t, consts['nearest']['half_width'], scale)}")
     if kind == "below":
         return f"below {_target(rule)}: the 95% CI lies below {_edge(t - consts['below']['margin'], scale)}"
     if kind == "at_most":
@@ -139,6 +170,9 @@ def describe_rule(claim: dict, consts: dict) -> str:
     return f"inequality {rule['op']} {_target(rule)}, exact: the 95% CI lies on that side"
 
 
-RULES = {"about": {"target"}, "below": {"target"}, "at_most": {"target"}, "inequality": {"op", "target"},
-         "order": {"tiers"}, "best_in": {"set"}, "most": set(), "few": set()}
+RULES = {"about": {"target"}, "nearest": {"target"}, "below": {"target"}, "at_most": {"target"},
+         "inequality": {"op", "target"}, "sign": {"op"}, "order": {"tiers"}, "best_in": {"set"},
+         "most": set(), "few": set()}
 GROUP_RULES = {"order", "best_in"}
+RULE_OPS = {"inequality": ("<=", ">="), "sign": (">", "<")}
+"""The comparisons a rule with an `op` may state."""

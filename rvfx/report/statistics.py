@@ -15,6 +15,7 @@ from rvfx.analysis.stats import (
     fit_exponential,
     fit_loglog,
     plateau_k,
+    rank_correlation,
 )
 from rvfx.figures.common import learning_times
 from rvfx.report.grammar import evaluate
@@ -115,6 +116,15 @@ def _ratio(df, p, boot) -> Estimate:
                     len(numerator) + len(ref), detail)
 
 
+def _rank(value: float, means: dict, over: str) -> str:
+    """Where `value` sits among the groups' means: its rank (1 the lowest) and its neighbours."""
+    lower = sorted((m, k) for k, m in means.items() if m < value)
+    higher = sorted((m, k) for k, m in means.items() if m >= value)
+    near = [f"{level(k)} ({num(m)})" for m, k in lower[-1:] + higher[:1]]
+    where = ("between" if lower and higher else "above" if lower else "below") + f" {over} = " + " and ".join(near)
+    return f"rank {len(lower) + 1} of {len(means) + 1} by mean: {where}"
+
+
 def _ratio_to_best(df, p, boot) -> Estimate:
     col = p["column"]
     numerator, cand = select(df, p["numerator"]), select(df, p["candidates"])
@@ -122,31 +132,78 @@ def _ratio_to_best(df, p, boot) -> Estimate:
         return Estimate(np.nan, np.nan, np.nan, len(df), "no runs for the numerator or the candidates")
     groups = {k: g[col].to_numpy(float) for k, g in cand.groupby(p["over"])}
     best = min(groups, key=lambda k: groups[k].mean())
-    detail = f"{num(numerator[col].mean())} / {num(groups[best].mean())} (best {p['over']} = {level(best)})"
+    detail = (f"{num(numerator[col].mean())} / {num(groups[best].mean())} (best {p['over']} = {level(best)}); "
+              + _rank(numerator[col].mean(), {k: g.mean() for k, g in groups.items()}, p["over"]))
     return Estimate(*bootstrap_ci([numerator[col].to_numpy(float), *groups.values()],
                                   lambda s: math.log2(s[0].mean() / min(g.mean() for g in s[1:])), **boot),
                     len(numerator) + len(cand), detail)
 
 
+def _median_or_inf(times: np.ndarray) -> float:
+    """The censored median, +inf (slower than any finite one) when the median itself is censored."""
+    m = censored_median(times)
+    return np.inf if np.isnan(m) else m
+
+
+def _median_learning_time(df, p, boot) -> Estimate:
+    """Median of eq. 7.1's learning time over the runs, a censored run counted as +inf."""
+    times = learning_times(df)
+    detail = f"{int(np.isnan(times).sum())} of {len(times)} runs censored"
+    return Estimate(*bootstrap_ci([times], lambda s: _median_or_inf(s[0]), **boot), len(df), detail)
+
+
+def _breakdown_flags(df, p) -> tuple[np.ndarray, list]:
+    """The grid of x and, at each x, whether each run meets the criterion (1.0 or 0.0)."""
+    xs = np.sort(df[p["x"]].unique())
+    return xs, [evaluate(p["criterion"], df.loc[df[p["x"]] == x]).to_numpy(float) for x in xs]
+
+
+def _first_failing(xs, flags) -> float:
+    """The breakdown x: the smallest at which fewer than half the runs meet the criterion (+inf when none)."""
+    return next((float(x) for x, f in zip(xs, flags) if f.mean() < 0.5), np.inf)
+
+
 def _breakdown(df, p, boot) -> Estimate:
     """Smallest x at which fewer than half the runs meet the criterion (+inf when none in the grid)."""
-    xs = np.sort(df[p["x"]].unique())
-    flags = [evaluate(p["criterion"], df.loc[df[p["x"]] == x]).to_numpy(float) for x in xs]
+    xs, flags = _breakdown_flags(df, p)
+    return Estimate(*bootstrap_ci(flags, lambda s: _first_failing(xs, s), **boot), len(df),
+                    f"{p['x']} grid: {_levels(xs)}")
 
-    def first_failing(s):
-        return next((float(x) for x, f in zip(xs, s) if f.mean() < 0.5), np.inf)
-    return Estimate(*bootstrap_ci(flags, first_failing, **boot), len(df), f"{p['x']} grid: {_levels(xs)}")
+
+def _breakdown_trend(df, p, boot) -> Estimate:
+    """Spearman's rank correlation between the levels of `over` and their breakdown x, runs resampled
+    within each (over, x) cell: +1 when the breakdown x rises with `over`, whatever the steps."""
+    levels, grids, flags = [], [], []
+    for lv, g in df.groupby(p["over"], sort=True):
+        xs, f = _breakdown_flags(g, p)
+        levels.append(lv)
+        grids.append(xs)
+        flags += f
+    if len(levels) < 2:
+        return Estimate(np.nan, np.nan, np.nan, len(df), f"fewer than 2 levels of {p['over']}")
+    ends = np.cumsum([len(xs) for xs in grids])
+
+    def points(s):
+        return [_first_failing(xs, s[end - len(xs):end]) for xs, end in zip(grids, ends)]
+    detail = f"breakdown {p['x']} per {p['over']}: " + ", ".join(
+        f"{level(lv)}: {num(b)}" for lv, b in zip(levels, points(flags)))
+    return Estimate(*bootstrap_ci(flags, lambda s: rank_correlation(range(len(levels)), points(s)), **boot),
+                    len(df), detail)
 
 
 def _plateau(df, p, boot) -> Estimate:
-    """log2 of Fig. 14's plateau K: the smallest K whose median learning time is within 1.2x of the best."""
+    """log2 of Fig. 14's plateau K: the smallest K whose median learning time (or mean `column`) is
+    within 1.2x of the best K's."""
     ks = np.sort(df[p["x"]].unique())
-    times = [learning_times(df[df[p["x"]] == k]) for k in ks]
+    if "column" in p:
+        samples, summary = [df.loc[df[p["x"]] == k, p["column"]].to_numpy(float) for k in ks], np.mean
+    else:
+        samples, summary = [learning_times(df[df[p["x"]] == k]) for k in ks], censored_median
 
     def log2_plateau(s):
-        k = plateau_k(list(ks), [censored_median(t) for t in s])
+        k = plateau_k(list(ks), [summary(t) for t in s])
         return math.log2(k) if k is not None else np.nan
-    return Estimate(*bootstrap_ci(times, log2_plateau, **boot), len(df), f"{p['x']} grid: {_levels(ks)}")
+    return Estimate(*bootstrap_ci(samples, log2_plateau, **boot), len(df), f"{p['x']} grid: {_levels(ks)}")
 
 
 # kind -> (estimator, required parameters, optional parameters, scale)
@@ -159,7 +216,9 @@ STATISTICS = {
     "ratio": (_ratio, {"column", "numerator", "reference"}, set(), "log2"),
     "ratio_to_best": (_ratio_to_best, {"column", "numerator", "candidates", "over"}, set(), "log2"),
     "breakdown": (_breakdown, {"x", "criterion"}, set(), "linear"),
-    "plateau": (_plateau, {"x"}, set(), "log2"),
+    "breakdown_trend": (_breakdown_trend, {"x", "over", "criterion"}, set(), "linear"),
+    "plateau": (_plateau, {"x"}, {"column"}, "log2"),
+    "median_learning_time": (_median_learning_time, set(), set(), "linear"),
 }
 
 
@@ -185,4 +244,11 @@ def describe_statistic(p: dict) -> str:
                 f"among {p['candidates']}")
     if kind == "breakdown":
         return f"smallest {p['x']} at which fewer than half the runs have {p['criterion']}"
+    if kind == "breakdown_trend":
+        return (f"Spearman's rank correlation between {p['over']} and its breakdown {p['x']} (the smallest "
+                f"at which fewer than half the runs have {p['criterion']})")
+    if kind == "median_learning_time":
+        return "median learning time (eq. 7.1) over runs, a censored run counted as infinite"
+    if "column" in p:
+        return f"the plateau {p['x']}: the smallest whose mean {p['column']} is within 1.2x of the best"
     return f"the plateau {p['x']}: the smallest whose median learning time is within 1.2x of the best"
