@@ -258,14 +258,25 @@ def test_the_cases_at_an_edge_are_within_rounding_of_it_or_clearly_beyond():
     assert band[0] == math.log2(10) and 0 < math.log2(20) - band[1] < TOLERANCE
 
 
+def _with_fig5(tmp_path, **keys):
+    """claims.yaml with fig5_rlsvi_slope's keys replaced, written under tmp_path."""
+    registry = yaml.safe_load(CLAIMS.read_text())
+    next(c for c in registry["claims"] if c["id"] == "fig5_rlsvi_slope").update(keys)
+    (tmp_path / "claims.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True))
+    return tmp_path / "claims.yaml"
+
+
 @pytest.mark.parametrize("op", [">", "<", ">=", "<=", "="])
 def test_a_sign_rule_states_gt_or_lt_and_nothing_else(tmp_path, op):
-    registry = yaml.safe_load(CLAIMS.read_text())
-    claim = next(c for c in registry["claims"] if c["id"] == "fig5_rlsvi_slope")
-    claim["rule"] = {"kind": "sign", "op": op}
-    (tmp_path / "claims.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True))
+    path = _with_fig5(tmp_path, rule={"kind": "sign", "op": op})
     if op in (">", "<"):
-        load_registry(tmp_path / "claims.yaml")
+        load_registry(path)
         return
     with pytest.raises(RegistryError, match=r"claim fig5_rlsvi_slope\.rule\.op: rule\.op must be > or <$"):
-        load_registry(tmp_path / "claims.yaml")
+        load_registry(path)
+
+
+def test_median_learning_time_takes_no_parameter(tmp_path):
+    load_registry(_with_fig5(tmp_path, statistic=MEDIAN))
+    with pytest.raises(RegistryError, match="statistic: statistic median_learning_time takes nothing$"):
+        load_registry(_with_fig5(tmp_path, statistic={**MEDIAN, "column": "learning_time"}))

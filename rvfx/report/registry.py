@@ -189,7 +189,7 @@ def _check_version(claim: dict, figures: dict, fail) -> None:
         fail("statistic.kind", f"statistic.kind must be one of {', '.join(STATISTICS)}")
     _, required, optional, _ = STATISTICS[stat["kind"]]
     if required - set(stat) or set(stat) - required - optional - {"kind"}:
-        fail("statistic", f"statistic {stat['kind']} takes {', '.join(sorted(required))}"
+        fail("statistic", f"statistic {stat['kind']} takes {', '.join(sorted(required)) or 'nothing'}"
                           + (f" and optionally {', '.join(sorted(optional))}" if optional else ""))
     if not isinstance(rule, dict) or rule.get("kind") not in RULES:
         fail("rule.kind", f"rule.kind must be one of {', '.join(RULES)}")
