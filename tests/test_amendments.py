@@ -8,6 +8,7 @@ settings other than its spec's is listed with the settings that differ.
 The estimates are exact: the statistic `min` of one run with value x gives the point [x, x], so
 "about 2" holds at 2.2 and differs at 3.0 (the band [1.5, 2.5])."""
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -270,3 +271,18 @@ def test_a_paper_scale_report_with_a_modified_run_says_so_first(tmp_path):
     assert "<title>rvfx: the paper's claims, tested: paper scale, with modified runs</title>" in page
     assert result.output.splitlines()[0] == first
     assert "- `rlsvi_uncertainty`: `seeds` = 3 (the spec's: 20). Read by no claim." in md
+
+
+def test_a_reading_of_another_figures_runs_is_in_its_main_claims_row():
+    """Fig. 7's slopes with M growing with N are read from Fig. 8's sweep (their figure is Fig. 8's):
+    in the glance table they are Fig. 7's other readings, and Fig. 8's row does not list them."""
+    from rvfx.report.claims import evaluate
+    from rvfx.report.readme import glance_markdown
+    from rvfx.report.registry import load_registry
+    registry = load_registry(CLAIMS)
+    wanted = {"fig7_slope_about_two", "fig7_slope_m_2n", "fig8_slower_beyond_2n"}
+    registry["claims"] = [c for c in registry["claims"] if c["id"] in wanted]
+    rows = {line.split(" | ")[0]: line for line in glance_markdown(
+        registry, evaluate(registry, CONFIGS.parent / "figures" / "paper"), {}, Path("README.md")).splitlines()}
+    assert "other readings:" in rows["| Fig. 7"] and "slope_m_2n" in rows["| Fig. 7"]
+    assert "slope_m_2n" not in rows["| Fig. 8"] and "slower_beyond_2n" in rows["| Fig. 8"]

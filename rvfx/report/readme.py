@@ -95,9 +95,11 @@ def glance_markdown(registry: dict, outcomes: list, pages: dict, at: Path) -> st
     "Fig. 4: PSRL has the lowest regret" gives "Fig. 4" and "PSRL has the lowest regret"."""
     sections = figure_sections(pages, registry)
     paper, beyond = layout(outcomes)
+    main_figure = {o.claim["id"]: o.claim["figure"] for o in paper}
     by_figure: dict = {}
-    for o in paper:
-        by_figure.setdefault(o.claim["figure"], []).append(o)
+    for o in paper:             # an other reading goes in the row of its main claim's figure
+        main = o.claim["reading"]["of"] if role(o.claim) == "reading" else o.claim["id"]
+        by_figure.setdefault(main_figure[main], []).append(o)
     claimed = {o.claim["figure"] for o in outcomes}
     rows = []
     for fig, entry in registry["figures"].items():
