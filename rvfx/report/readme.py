@@ -60,8 +60,9 @@ def _paper_key(label: str) -> tuple:
 
 def figure_sections(pages: dict, registry: dict) -> dict:
     """Per figure: (page, heading) of the first report block of one of its claims in `pages`
-    ({path: text}, in order), the heading being the nearest one above the block."""
-    figure = {c["id"]: c["figure"] for c in registry["claims"]}
+    ({path: text}, in order), the heading being the nearest one above the block; an other reading's
+    block, shown with its main claim (which may be another figure's), labels none."""
+    figure = {c["id"]: c["figure"] for c in registry["claims"] if "reading" not in c}
     found: dict = {}
     for page, text in pages.items():
         heading = ""
