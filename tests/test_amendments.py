@@ -8,7 +8,6 @@ settings other than its spec's is listed with the settings that differ.
 The estimates are exact: the statistic `min` of one run with value x gives the point [x, x], so
 "about 2" holds at 2.2 and differs at 3.0 (the band [1.5, 2.5])."""
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
