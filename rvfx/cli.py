@@ -375,7 +375,7 @@ def report(results_dir, out, claims_path, readme, docs_dir, strict, check):
         registry = load_registry(claims_path)
         outcomes = evaluate(registry, Path(results_dir))
         scale, modified = results_scale(Path(results_dir)), modified_runs(Path(results_dir))
-        click.echo(scale_banner(scale, modified)[1])
+        click.echo(scale_banner(scale, modified, outcomes)[1])
         if check:
             problems = check_files(registry, outcomes, Path(out), scale, pages, modified)
         else:

@@ -257,11 +257,20 @@ def test_a_folder_run_with_set_is_listed_with_the_key_that_differs(tmp_path):
 
 
 def test_a_paper_scale_report_with_a_modified_run_says_so_first(tmp_path):
-    """A folder recording paper scale but another seed count: the report's title and first line
-    (and the printed summary's) say that some runs are not the spec's."""
+    """A folder recording paper scale but another seed count: when a claim reads it, the report's
+    title and first line (and the printed summary's) say that some runs are not the spec's; when
+    none does, the title stays paper scale and the first line names the folder's count."""
     out = tmp_path / "results"
     assert invoke("run", "rlsvi_uncertainty", "--out", out, "--scale", "paper", "--set", "seeds=3").exit_code == 0
-    result, md, page = report(tmp_path, registry_text([claim("main", 1.0, 1)]), out)
+    result, md, _ = report(tmp_path, registry_text([claim("main", 1.0, 1)]), out)
+    assert result.exit_code == 0, result.output
+    assert md.splitlines()[0] == "# The paper's claims, tested: paper scale"
+    assert "1 other folder ran with other settings" in md.splitlines()[2]
+    assert "- `rlsvi_uncertainty`: `seeds` = 3 (the spec's: 20). Read by no claim." in md
+    reads = {"id": "reads_it", "figure": "rlsvi_uncertainty", "paper": "p", "words": "w",
+             "experiment": "rlsvi_uncertainty", "table": "q_variance", "statistic": POINT | {"column": "variance"},
+             "rule": {"kind": "inequality", "op": ">=", "target": 0}}
+    result, md, page = report(tmp_path, registry_text([claim("main", 1.0, 1), reads]), out)
     assert result.exit_code == 0, result.output
     first = ("Paper scale, except that 1 experiment ran with settings other than the spec's (listed under "
              "\"Runs with settings other than the spec's\"): the verdicts that read them are not the paper-scale "
@@ -269,7 +278,6 @@ def test_a_paper_scale_report_with_a_modified_run_says_so_first(tmp_path):
     assert md.splitlines()[:3] == ["# The paper's claims, tested: paper scale, with modified runs", "", f"**{first}**"]
     assert "<title>rvfx: the paper's claims, tested: paper scale, with modified runs</title>" in page
     assert result.output.splitlines()[0] == first
-    assert "- `rlsvi_uncertainty`: `seeds` = 3 (the spec's: 20). Read by no claim." in md
 
 
 def test_a_reading_of_another_figures_runs_is_in_its_main_claims_row():
@@ -289,3 +297,20 @@ def test_a_reading_of_another_figures_runs_is_in_its_main_claims_row():
     assert len(rows) == 2                                          # one row labelled each
     assert "other readings:" in rows["| Fig. 7"] and "slope_m_2n" in rows["| Fig. 7"]
     assert "slope_m_2n" not in rows["| Fig. 8"] and "slower_beyond_2n" in rows["| Fig. 8"]
+
+
+def test_a_modified_folder_no_claim_reads_leaves_the_title_paper_scale_and_is_named_in_the_first_line():
+    """A sweep still growing under --set (the bsuite control, read by no claim) does not make the
+    claims' report "with modified runs"; one that a claim reads does."""
+    from types import SimpleNamespace
+
+    from rvfx.report.render import scale_banner
+    from rvfx.report.settings import Modified
+    mod = [Modified("unread", (("seeds", 1, 2),))]
+    reader = SimpleNamespace(claim={"id": "c", "experiment": "unread"}, first=None)
+    other = SimpleNamespace(claim={"id": "d", "experiment": "elsewhere"}, first=None)
+    title, first = scale_banner("paper", mod, [other])
+    assert title == "paper scale" and "1 other folder ran with other settings" in first
+    assert scale_banner("paper", mod, [other, reader])[0] == "paper scale, with modified runs"
+    assert scale_banner("paper", [], [other]) == ("paper scale", "Paper scale: every experiment was run at the "
+                                                                 "budgets of its spec's paper scale.")

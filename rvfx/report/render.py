@@ -256,18 +256,24 @@ def layout(outcomes: list) -> tuple[list, list]:
     return placed[0], placed[1]
 
 
-def scale_banner(scale: str, modified: list = ()) -> tuple[str, str]:
+def scale_banner(scale: str, modified: list = (), outcomes: list = ()) -> tuple[str, str]:
     """(title suffix, first line) of a report on results run at `scale` ("ci", "paper", or a
     description of mixed or missing scales), so that the reader knows what the verdicts are worth;
-    a paper-scale report with `modified` runs (settings.modified_runs) says so."""
+    a paper-scale report with `modified` runs (settings.modified_runs) that claims read says so in
+    its title, one whose modified folders no claim reads (a sweep still growing) in its first line."""
     if scale == "ci":
         return "CI scale", ("CI scale: a smoke test of the pipeline, not the paper's results (those are the "
                             "paper-scale report, figures/paper/report.md).")
-    if scale == "paper" and modified:
+    read = [mod for mod in modified if readers_of(mod, outcomes)]
+    if scale == "paper" and read:
         return "paper scale, with modified runs", (
-            f"Paper scale, except that {_number(len(modified), 'experiment', 'experiments')} ran with settings "
+            f"Paper scale, except that {_number(len(read), 'experiment', 'experiments')} ran with settings "
             f"other than the spec's (listed under \"{MODIFIED_HEADING}\"): the verdicts that read them are not "
             f"the paper-scale results.")
+    if scale == "paper" and modified:
+        return "paper scale", (f"Paper scale: every experiment the claims read was run at the budgets of its spec's "
+                               f"paper scale; {_number(len(modified), 'other folder', 'other folders')} ran with "
+                               f"other settings (listed under \"{MODIFIED_HEADING}\").")
     if scale == "paper":
         return "paper scale", "Paper scale: every experiment was run at the budgets of its spec's paper scale."
     return scale, f"Scale: {scale}; only the paper-scale report is a reproduction of the paper's results."
@@ -316,13 +322,17 @@ def reading_items(o: Outcome, readings: dict, m: Markup) -> list:
             f"{m.prose(_sentence(r.claim['reading']['why_main']))}" for r in readings.get(o.claim["id"], [])]
 
 
+def readers_of(mod, outcomes: list) -> list:
+    """The ids of the claims that read a modified folder (in their current version or as first committed)."""
+    return [o.claim["id"] for o in outcomes if mod.experiment in {x.claim.get("experiment") for x in (o, o.first) if x}]
+
+
 def modified_items(modified: list, outcomes: list, m: Markup) -> list:
     """One item per modified experiment folder: the settings that differ (or why they cannot be
     compared), and the claims that read it (in their current version or as first committed)."""
     items = []
     for mod in modified:
-        readers = [o.claim["id"] for o in outcomes
-                   if mod.experiment in {x.claim.get("experiment") for x in (o, o.first) if x}]
+        readers = readers_of(mod, outcomes)
         what = "; ".join(f"{m.code(key)} = {m.plain(shown(got))} (the spec's: {m.plain(shown(want))})"
                          for key, got, want in mod.differences) or m.plain(mod.problem)
         items.append(f"{m.code(mod.experiment)}: {what}. Read by "
@@ -378,7 +388,7 @@ def _md_claim(o: Outcome, rules: dict, readings: dict) -> list:
 def render_markdown(registry: dict, outcomes: list, out: Path, scale: str, modified: list = ()) -> str:
     rules, readings = registry["rules"], readings_of(outcomes)
     paper, beyond = layout(outcomes)
-    title, first = scale_banner(scale, modified)
+    title, first = scale_banner(scale, modified, outcomes)
     lines = [f"# The paper's claims, tested: {title}", "", f"**{first}**", "", GENERATED, "",
              f"**{summary_line(outcomes)}.**", "", *_md_summary(paper, SUMMARY_HEADER)]
     lines += ["", f"## {CHANGED_HEADING}", "", *_md_list(CHANGED_INTRO, changed(outcomes, MARKDOWN))]
@@ -459,7 +469,7 @@ def render_html(registry: dict, outcomes: list, out: Path, scale: str, modified:
     script records on <body> how many images loaded and how many tables exist (for a headless browser)."""
     rules, esc, readings = registry["rules"], _inline, readings_of(outcomes)
     paper, beyond = layout(outcomes)
-    title, first = scale_banner(scale, modified)
+    title, first = scale_banner(scale, modified, outcomes)
     parts = [_html_table(SUMMARY_HEADER, _summary_rows(paper, HTML)),
              f"<h2>{CHANGED_HEADING}</h2>{_html_list(CHANGED_INTRO, changed(outcomes, HTML))}",
              f"<h2>{esc(MODIFIED_HEADING)}</h2>{_html_list(MODIFIED_INTRO, modified_items(modified, outcomes, HTML))}"]
