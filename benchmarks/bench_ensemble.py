@@ -41,7 +41,7 @@ class LoopEnsembleRLSVI(EnsembleRLSVI):
         super().__init__(params, representation, num_actions, rng)
         self.members = [PriorEnsemble(self.net, 1, rng, params.prior_scale, params.optimizer,
                                       params.learning_rate) for _ in range(params.K)]
-        self.tapes = [(Tape(), Tape()) for _ in range(params.K)]
+        self.tapes = [Tape() for _ in range(params.K)]
 
     def q_values(self, state, member=None):
         k = self.active if member is None else member
@@ -55,10 +55,10 @@ class LoopEnsembleRLSVI(EnsembleRLSVI):
             next_code, next_index = np.unique(next_code, return_inverse=True)
         x, x_next = self.rep.inputs(code), self.rep.inputs(next_code)
         loss = 0.0
-        for k, (ens, (tape, target_tape)) in enumerate(zip(self.members, self.tapes)):
+        for k, (ens, tape) in enumerate(zip(self.members, self.tapes)):
             reward = b.reward[k:k + 1] if b.reward.ndim == 2 else b.reward
             weight = None if b.weight is None else b.weight[k:k + 1]
-            loss += td_step(ens, tape, target_tape, x, b.action, reward, b.discount, x_next, weight,
+            loss += td_step(ens, tape, x, b.action, reward, b.discount, x_next, weight,
                             x_index, next_index)
         self.sgd_steps += 1
         if self.sgd_steps % self.params.target_period == 0:

@@ -530,7 +530,8 @@ class PriorEnsemble:
 
         `prior` may hand in beta * f(theta0; x) computed earlier (it never changes).
         Target values of keyed inputs are cached per key until the next `sync_target`
-        (exact: theta^- does not change in between), so each is computed once per period.
+        (exact: theta^- does not change in between), so each is computed once per period;
+        their pass uses `tape` as scratch when one is given.
         """
         if target and self.keyed:
             keys = self._keys(x)
@@ -538,7 +539,7 @@ class PriorEnsemble:
             if miss.any():
                 fresh, first = np.unique(keys[miss], return_index=True)
                 xf = fresh if self.net.index_input else x.take(np.flatnonzero(miss)[first])
-                v = self.net.forward(self.target_params, xf, self._fresh_tape)
+                v = self.net.forward(self.target_params, xf, self._fresh_tape if tape is None else tape)
                 p = self.prior(xf)
                 self._target_cache[fresh] = (v if p is None else v + p).transpose(1, 0, 2)
                 self._target_valid[fresh] = True
