@@ -297,7 +297,9 @@ class EnsembleMLP:
 
         The first weight's gradient is a `SparseRows` for index and block inputs, else dense.
         `out` may give arrays (e.g. views of one flat buffer) to write the dense gradients
-        into, None for the ones to allocate.
+        into, None for the ones to allocate. The tape's activations are consumed: each layer's
+        input gradient overwrites the input activation once its weight gradient is taken
+        (no buffers beyond the forward pass's), and a sparse first-layer gradient is a view of them.
         """
         K, B = dout.shape[0], dout.shape[1]
         grads: list = [None] * (2 * self.num_layers)
@@ -307,7 +309,7 @@ class EnsembleMLP:
             grads[2 * l + 1] = _sum_batch(d, out[2 * l + 1])
             inp = tape.acts[l - 1]                            # (B, K, in) post-ReLU
             grads[2 * l] = np.matmul(inp.transpose(1, 2, 0), d, out=out[2 * l])
-            prev = tape.buf(f"d{l - 1}", inp.shape, self.dtype)
+            prev = inp                                        # read for the last time above: reuse it
             np.matmul(d, params[2 * l].transpose(0, 2, 1), out=prev.transpose(1, 0, 2))   # W^T as a view
             prev *= tape.masks[l - 1]                         # ReLU'
             d = prev.transpose(1, 0, 2)
