@@ -146,6 +146,11 @@ def haiku_default(rng: np.random.Generator, shape: tuple) -> np.ndarray:
 INITS = {"glorot_uniform": glorot_uniform, "haiku_default": haiku_default}
 
 
+def _fresh(name: str, shape: tuple, dtype) -> np.ndarray:
+    """`Tape.buf`'s stand-in without a tape: a new array."""
+    return np.empty(shape, dtype)
+
+
 class Tape:
     """Activations of one forward pass, kept for `backward`, in buffers reused across calls."""
 
@@ -260,12 +265,9 @@ class EnsembleMLP:
         With a tape the output lives in the tape's scratch: consume it before the tape's next use.
         """
         K, dt, B = params[1].shape[0], self.dtype, x.shape[0]
-        new = (lambda name, shape: tape.buf(name, shape, dt)) if tape is not None \
-            else (lambda name, shape: np.empty(shape, dt))
-        new_bool = (lambda name, shape: tape.buf(name, shape, np.bool_)) if tape is not None \
-            else (lambda name, shape: np.empty(shape, np.bool_))
+        new = tape.buf if tape is not None else _fresh
         width = self.sizes[1]
-        z = new("z0", (B, K, width))
+        z = new("z0", (B, K, width), dt)
         w1 = params[0].reshape(self.sizes[0], K * width)
         groups = None
         if self.index_input:
@@ -277,14 +279,14 @@ class EnsembleMLP:
         z += params[1]
         acts, masks = [], []
         for l in range(1, self.num_layers):
-            positive = new_bool(f"p{l}", z.shape)
-            mask = new(f"m{l}", z.shape)                   # ReLU' as 0/1 floats: the products below
+            positive = new(f"p{l}", z.shape, np.bool_)
+            mask = new(f"m{l}", z.shape, dt)               # ReLU' as 0/1 floats: the products below
             np.greater(z, 0.0, out=positive)               # are plain float multiplies (2x a bool mask's);
             np.copyto(mask, positive)                      # bool then a copy beats a casting comparison
             z *= mask
             acts.append(z)
             masks.append(mask)
-            nxt = new(f"z{l}", (B, K, self.sizes[l + 1]))
+            nxt = new(f"z{l}", (B, K, self.sizes[l + 1]), dt)
             np.matmul(z.transpose(1, 0, 2), params[2 * l], out=nxt.transpose(1, 0, 2))
             nxt += params[2 * l + 1]
             z = nxt
