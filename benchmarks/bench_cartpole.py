@@ -9,11 +9,10 @@ agents of configs/cartpole_*.yaml. Both wall-clock and process CPU time are show
 over rounds); on a shared machine the CPU time is the steadier. BLAS is pinned to one thread, as
 in the runner (each run is one process on one core; parallelism comes from `--jobs`).
 
-The last lines set the Fig. 17 and DQN SGD steps beside their matmul floor: the same products in
-plain NumPy, timed in interleaved rounds of this process (`matmul_floor.step_vs_floor`). No line
-times BLAS on several threads: the products are 128 x 50 x 50 per member, too small to split
-well, and on a machine whose cores run other work such a timing measures their contention, not
-the agent (in a process pinned to one core, two BLAS threads only oversubscribe it).
+The SGD step alone, beside its matmul floor, is bench_neural_step.py's. No line times BLAS on
+several threads: the products are 128 x 50 x 50 per member, too small to split well, and on a
+machine whose cores run other work such a timing measures their contention, not the agent (in a
+process pinned to one core, two BLAS threads only oversubscribe it).
 
 Run: .venv/bin/python benchmarks/bench_cartpole.py  (about 30 s)
 """
@@ -22,9 +21,7 @@ import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in t
 import time
 
 import numpy as np
-from matmul_floor import describe, step_vs_floor
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
-from rvfx.core.live import episode
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams
 
 
@@ -101,16 +98,6 @@ def bench_agent_step(params, steps: int = 1500, rounds: int = 3, warmup: int = 3
     return float(np.median(walls)), float(np.median(cpus)), (agent.sgd_steps - sgd0) // (rounds * steps)
 
 
-def filled_agent(params, seed: int = 0, transitions: int = 1500):
-    """An agent on cartpole whose buffer holds `transitions` transitions of its own acting."""
-    env = CartpoleSwingUp(CartpoleSwingUpParams(), np.random.default_rng(seed))
-    agent = make_ensemble_agent(params, env, np.random.default_rng(seed + 1))
-    while agent.buffer.size < transitions:
-        agent.learn_from_buffer()
-        episode(agent, env)
-    return agent
-
-
 def main() -> None:
     t0 = time.perf_counter()
     bench_scalar(episodes=1)  # warm up
@@ -126,9 +113,6 @@ def main() -> None:
         print(f"  {label:48s} {1e3 / wall:8,.0f} steps/s wall ({wall:6.3f} ms), "
               f"{1e3 / cpu:8,.0f} steps/s CPU ({cpu:6.3f} ms); "
               f"{cpu * 1.001:5.2f} CPU-s per 1001-step episode")
-    print("SGD step vs its matmul floor (K members, batch 128, float32, priors stored in the buffer)")
-    for label, params in (AGENT_CASES[0], AGENT_CASES[3]):
-        print(describe(label, step_vs_floor(filled_agent(params))))
     print(f"benchmark took {time.perf_counter() - t0:.1f} s")
 
 

@@ -12,8 +12,7 @@ costs f + K m (f: the calls made once per step, m: one member's arithmetic), the
 Also the batched cost per step with the coherent linear-basis input (M=10, Fig. 15) at
 N=25, whose first layer updates all 2NM rows of W_1 every step.
 
-Last, the batched SGD step beside its matmul floor: the same products in plain NumPy, timed in
-interleaved rounds of this process (`matmul_floor.step_vs_floor`).
+The SGD step alone, beside its matmul floor, is bench_neural_step.py's.
 
 Both wall-clock and process CPU time are shown (medians over interleaved rounds):
 on a shared machine the CPU time is the steadier of the two. BLAS is pinned to one thread, as in the runner.
@@ -25,7 +24,6 @@ import time
 import tracemalloc
 
 import numpy as np
-from matmul_floor import describe, step_vs_floor
 
 from rvfx.agents.neural.ensemble import EnsembleParams, EnsembleRLSVI, make_ensemble_agent, td_step
 from rvfx.agents.neural.nn import PriorEnsemble, Tape
@@ -41,7 +39,7 @@ class LoopEnsembleRLSVI(EnsembleRLSVI):
         super().__init__(params, representation, num_actions, rng)
         self.members = [PriorEnsemble(self.net, 1, rng, params.prior_scale, params.optimizer,
                                       params.learning_rate) for _ in range(params.K)]
-        self.tapes = [(Tape(), Tape()) for _ in range(params.K)]
+        self.tapes = [Tape() for _ in range(params.K)]
 
     def q_values(self, state, member=None):
         k = self.active if member is None else member
@@ -55,10 +53,10 @@ class LoopEnsembleRLSVI(EnsembleRLSVI):
             next_code, next_index = np.unique(next_code, return_inverse=True)
         x, x_next = self.rep.inputs(code), self.rep.inputs(next_code)
         loss = 0.0
-        for k, (ens, (tape, target_tape)) in enumerate(zip(self.members, self.tapes)):
+        for k, (ens, tape) in enumerate(zip(self.members, self.tapes)):
             reward = b.reward[k:k + 1] if b.reward.ndim == 2 else b.reward
             weight = None if b.weight is None else b.weight[k:k + 1]
-            loss += td_step(ens, tape, target_tape, x, b.action, reward, b.discount, x_next, weight,
+            loss += td_step(ens, tape, x, b.action, reward, b.discount, x_next, weight,
                             x_index, next_index)
         self.sgd_steps += 1
         if self.sgd_steps % self.params.target_period == 0:
@@ -157,11 +155,6 @@ def main() -> None:
           f"{(fixed + marginal) / marginal:.1f}x for any K")
     lin_wall, lin_cpu = linear_basis_step_cost()
     print(f"  linear basis M=10 input (Fig. 15), batched: {lin_wall:6.3f} ms/step wall, {lin_cpu:6.3f} ms/step CPU")
-    env = DeepSea(DeepSeaParams(size=25), np.random.default_rng(1))
-    agent = EnsembleRLSVI(EnsembleParams(K=K_BENCH, batch_size=128), representation_for(env), 2,
-                          np.random.default_rng(2))
-    live(agent, env, 60, log_every="last")
-    print(describe("SGD step vs its matmul floor, one-hot pixels N=25", step_vs_floor(agent)))
     peak, buf_mb = full_buffer_memory()
     print(f"full 1e5 buffer at N=50, K=20: peak traced memory {peak:.1f} MB "
           f"(buffer arrays {buf_mb:.1f} MB; target < 500 MB)")

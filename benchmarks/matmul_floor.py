@@ -92,12 +92,16 @@ def step_vs_floor(agent, steps: int = 200, rounds: int = 7, seed: int = 0) -> di
             step_ms.append(s)
             floor_ms.append(f)
             ratios.append(s / f)
-    return {"step_ms": float(np.median(step_ms)), "floor_ms": float(np.median(floor_ms)),
+    return {"step_ms": float(np.median(step_ms)), "step_min": min(step_ms), "step_max": max(step_ms),
+            "floor_ms": float(np.median(floor_ms)), "floor_min": min(floor_ms), "floor_max": max(floor_ms),
             "ratio": float(np.median(ratios)), "ratio_min": float(min(ratios)), "ratio_max": float(max(ratios)),
             "products": len(products[0]), "rounds": rounds}
 
 
 def describe(label: str, res: dict) -> str:
-    return (f"  {label}: SGD step {res['step_ms']:.3f} ms, matmul floor {res['floor_ms']:.3f} ms "
-            f"({res['products']} products, plain NumPy), ratio {res['ratio']:.2f} "
-            f"(rounds {res['ratio_min']:.2f}-{res['ratio_max']:.2f}, median of {res['rounds']}; target <= 1.25)")
+    """Two lines: the network, then step, floor and ratio with their ranges over the rounds."""
+    return (f"  {label}\n    SGD step {res['step_ms']:.3f} ms ({res['step_min']:.3f}-{res['step_max']:.3f}), "
+            f"matmul floor {res['floor_ms']:.3f} ms ({res['floor_min']:.3f}-{res['floor_max']:.3f}; "
+            f"{res['products']} products in plain NumPy), ratio {res['ratio']:.2f} "
+            f"({res['ratio_min']:.2f}-{res['ratio_max']:.2f}; medians and ranges over {res['rounds']} "
+            f"interleaved rounds; target <= 1.25)")

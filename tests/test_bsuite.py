@@ -364,10 +364,10 @@ def rvfx_steps(start: dict, batches: list[dict], bootstrap: bool):
         return grads
 
     ens.net.backward = spy
-    tape, target_tape, steps = Tape(), Tape(), []
+    tape, steps = Tape(), []
     for b in batches:
         weight = 2.0 * b["m_t"].T.astype(np.float32) if bootstrap else None     # Algorithm 7's 2 m
-        loss = td_step(ens, tape, target_tape, b["o_tm1"][:, 0], b["a_tm1"].astype(np.intp), b["r_t"],
+        loss = td_step(ens, tape, b["o_tm1"][:, 0], b["a_tm1"].astype(np.intp), b["r_t"],
                        (0.99 * b["d_t"]).astype(np.float32), b["o_t"][:, 0], weight)
         steps.append((loss, haiku_layout(captured[-1]), haiku_layout([np.array(p) for p in ens.params])))
     return steps

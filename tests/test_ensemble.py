@@ -47,9 +47,9 @@ def test_linear_td_reaches_lstd_fixed_point(prior_scale):
     ens = PriorEnsemble(net, 3, np.random.default_rng(0), prior_scale=prior_scale,
                         optimizer="sgd", learning_rate=0.5)
     x, x_next = s[:, None].astype(float), s2[:, None].astype(float)
-    tape, target_tape = Tape(), Tape()
+    tape = Tape()
     for step in range(4000):
-        td_step(ens, tape, target_tape, x, np.zeros(3, int), r, d, x_next, None)
+        td_step(ens, tape, x, np.zeros(3, int), r, d, x_next, None)
         if step % 2 == 1:
             ens.sync_target()
     q = ens.value(x)[:, :, 0]                              # (K, 3): every member, prior included
@@ -72,10 +72,10 @@ def test_mlp_with_prior_reaches_tabular_bellman_fixed_point():
 
     net = EnsembleMLP(3, (16, 16), 2, index_input=True)
     ens = PriorEnsemble(net, 4, np.random.default_rng(1), prior_scale=1.0, learning_rate=3e-3)
-    tape, target_tape = Tape(), Tape()
+    tape = Tape()
     r32, d32 = r.astype(np.float32), d.astype(np.float32)
     for step in range(3000):
-        td_step(ens, tape, target_tape, s, a, r32, d32, s2, None)
+        td_step(ens, tape, s, a, r32, d32, s2, None)
         if step % 4 == 3:
             ens.sync_target()
     q = ens.value(np.arange(3))
@@ -197,8 +197,8 @@ def test_batched_td_step_equals_per_member_loop():
         for mine, theirs in zip(e.params + e.target_params, ens.params + ens.target_params):
             mine[...] = theirs[:, k:k + 1] if theirs.ndim == 3 and theirs.shape[0] == D else theirs[k:k + 1]
         e.prior_table = ens.prior_table[:, k:k + 1].copy()
-        singles.append((e, Tape(), Tape()))
-    tape, target_tape = Tape(), Tape()
+        singles.append((e, Tape()))
+    tape = Tape()
     for step in range(6):
         codes, nxt = rng.integers(0, D, B), rng.integers(0, D, B)
         x, xi = np.unique(codes, return_inverse=True)
@@ -207,14 +207,14 @@ def test_batched_td_step_equals_per_member_loop():
         r = rng.standard_normal(B).astype(np.float32)
         d = np.where(rng.random(B) < 0.2, 0.0, GAMMA).astype(np.float32)
         w = 2.0 * (rng.random((K, B)) < 0.5).astype(np.float32)
-        loss = td_step(ens, tape, target_tape, x, a, r, d, xn, w, xi, ni)
-        losses = [td_step(e, t, tt, x, a, r, d, xn, w[k:k + 1], xi, ni) for k, (e, t, tt) in enumerate(singles)]
+        loss = td_step(ens, tape, x, a, r, d, xn, w, xi, ni)
+        losses = [td_step(e, t, x, a, r, d, xn, w[k:k + 1], xi, ni) for k, (e, t) in enumerate(singles)]
         assert loss == pytest.approx(np.mean(losses), rel=1e-5)
         if step % 2 == 1:
             ens.sync_target()
-            for e, _, _ in singles:
+            for e, _ in singles:
                 e.sync_target()
-    for k, (e, _, _) in enumerate(singles):
+    for k, (e, _) in enumerate(singles):
         np.testing.assert_allclose(ens.params[0][:, k], e.params[0][:, 0], rtol=1e-5, atol=1e-6)
         for p, q in zip(ens.params[1:], e.params[1:]):
             np.testing.assert_allclose(p[k], q[0], rtol=1e-5, atol=1e-6)
@@ -337,7 +337,7 @@ def test_sharing_passes_between_repeated_states_is_exact():
     assert all(np.shares_memory(p, full.flat) for p in full.params[1:])   # packing survives deepcopy
     for t in shared.target_params + full.target_params:
         t *= 0.9                                              # a target that differs from the online net
-    tapes = [Tape() for _ in range(4)]
+    tapes = [Tape() for _ in range(2)]
     for _ in range(3):
         codes, nxt = rng.integers(0, D, B), rng.integers(0, D, B)
         a, r = rng.integers(0, A, B), rng.standard_normal(B)
@@ -345,8 +345,8 @@ def test_sharing_passes_between_repeated_states_is_exact():
         w = 2.0 * (rng.random((K, B)) < 0.5)
         x, xi = np.unique(codes, return_inverse=True)
         xn, ni = np.unique(nxt, return_inverse=True)
-        l1 = td_step(shared, tapes[0], tapes[1], x, a, r, d, xn, w, xi, ni)
-        l2 = td_step(full, tapes[2], tapes[3], codes, a, r, d, nxt, w)
+        l1 = td_step(shared, tapes[0], x, a, r, d, xn, w, xi, ni)
+        l2 = td_step(full, tapes[1], codes, a, r, d, nxt, w)
         assert l1 == pytest.approx(l2, rel=1e-12)
     for p, q in zip(shared.params, full.params):
         np.testing.assert_allclose(p, q, rtol=1e-9, atol=1e-12)
@@ -359,12 +359,12 @@ def test_stored_prior_values_equal_the_prior_network(monkeypatch):
     seen = []
     real_td_step = ensemble_module.td_step
 
-    def checking_td_step(ens, tape, target_tape, x, action, reward, discount, x_next, weight,
+    def checking_td_step(ens, tape, x, action, reward, discount, x_next, weight,
                          x_index=None, next_index=None, prior=None, next_prior=None, double=False):
         seen.append(1)
         np.testing.assert_allclose(prior, ens.prior(x), rtol=1e-6, atol=1e-6)     # float32: one state's
         np.testing.assert_allclose(next_prior, ens.prior(x_next), rtol=1e-6, atol=1e-6)  # product vs a batch's
-        return real_td_step(ens, tape, target_tape, x, action, reward, discount, x_next, weight,
+        return real_td_step(ens, tape, x, action, reward, discount, x_next, weight,
                             x_index, next_index, prior, next_prior, double)
 
     monkeypatch.setattr(ensemble_module, "td_step", checking_td_step)

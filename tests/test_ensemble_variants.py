@@ -62,7 +62,7 @@ def test_double_q_target_uses_the_online_argmax_and_the_target_value():
         fresh = PriorEnsemble(net, 2, np.random.default_rng(3), prior_scale=1.0)
         for p, src in zip(fresh.params, ens.params):
             p[...] = src
-        loss = td_step(fresh, Tape(), Tape(), x, a, r, d, xn, None, double=kind == "double")
+        loss = td_step(fresh, Tape(), x, a, r, d, xn, None, double=kind == "double")
         assert loss == pytest.approx(expect[kind], rel=1e-5)
 
 

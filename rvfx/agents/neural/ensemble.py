@@ -191,7 +191,7 @@ class EnsembleBuffer:
                      self.next_code[idx], weight, *priors)
 
 
-def td_step(ensemble: PriorEnsemble, tape: Tape, target_tape: Tape, x: np.ndarray, action: np.ndarray,
+def td_step(ensemble: PriorEnsemble, tape: Tape, x: np.ndarray, action: np.ndarray,
             reward: np.ndarray, discount: np.ndarray, x_next: np.ndarray, weight: np.ndarray | None,
             x_index: np.ndarray | None = None, next_index: np.ndarray | None = None,
             prior: np.ndarray | None = None, next_prior: np.ndarray | None = None,
@@ -206,18 +206,22 @@ def td_step(ensemble: PriorEnsemble, tape: Tape, target_tape: Tape, x: np.ndarra
     `next_prior` hand in stored prior values of x and x_next. With `double` the target is
     Q^-_k(s', argmax_a' Q_k(s', a')) (double Q-learning) instead of the max. Returns the
     mean loss over members (non-finite when the values diverged).
+
+    The target pass runs first, in `tape`'s buffers, and is reduced to v_next before the online
+    pass that `backward` reads overwrites them: one set of activation buffers, not two, stays in cache.
     """
-    q = ensemble.value(x, tape=tape, prior=prior)                        # (K, U, A)
-    q_next = ensemble.value(x_next, target=True, tape=target_tape, prior=next_prior)
-    K, U, A = q.shape
-    B = action.shape[0]
+    q_next = ensemble.value(x_next, target=True, tape=tape, prior=next_prior)   # (K, U', A), tape scratch
+    A = q_next.shape[2]
     if double:
-        best = ensemble.value(x_next, prior=next_prior).argmax(axis=2)         # online argmax, (K, U)
+        best = ensemble.value(x_next, prior=next_prior).argmax(axis=2)         # online argmax, (K, U')
         v_next = np.take_along_axis(q_next, best[:, :, None], axis=2)[:, :, 0]
     else:
         v_next = q_next[:, :, 0].copy()                 # max over a few actions: a loop of
         for a in range(1, A):                            # maximum is ~20x faster than .max(axis=2)
             np.maximum(v_next, q_next[:, :, a], out=v_next)
+    q = ensemble.value(x, tape=tape, prior=prior)                        # (K, U, A)
+    K, U = q.shape[:2]
+    B = action.shape[0]
     y = v_next if next_index is None else v_next[:, next_index]          # (K, B)
     y *= discount
     y += reward
@@ -265,7 +269,7 @@ class EnsembleRLSVI:
                                      num_actions if self._store_prior else 0)
         self._last = None                       # (code, prior) of the last new state
         self._terminal_code = np.zeros(representation.code_shape, representation.code_dtype)
-        self._tape, self._target_tape = Tape(), Tape()
+        self._tape = Tape()
         self._discrete = representation.code_shape == ()
         self.episode = 0
         self.active = 0
@@ -344,7 +348,7 @@ class EnsembleRLSVI:
             next_code, next_first, next_index = np.unique(next_code, return_index=True, return_inverse=True)
             if prior is not None:
                 prior, next_prior = prior[:, first], next_prior[:, next_first]
-        loss = td_step(self.ensemble, self._tape, self._target_tape, self.rep.inputs(code),
+        loss = td_step(self.ensemble, self._tape, self.rep.inputs(code),
                        batch.action, batch.reward, batch.discount, self.rep.inputs(next_code),
                        batch.weight, x_index, next_index, prior, next_prior,
                        double=self.params.td_target == "double")

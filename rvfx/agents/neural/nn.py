@@ -146,6 +146,11 @@ def haiku_default(rng: np.random.Generator, shape: tuple) -> np.ndarray:
 INITS = {"glorot_uniform": glorot_uniform, "haiku_default": haiku_default}
 
 
+def _fresh(name: str, shape: tuple, dtype) -> np.ndarray:
+    """`Tape.buf`'s stand-in without a tape: a new array."""
+    return np.empty(shape, dtype)
+
+
 class Tape:
     """Activations of one forward pass, kept for `backward`, in buffers reused across calls."""
 
@@ -260,12 +265,9 @@ class EnsembleMLP:
         With a tape the output lives in the tape's scratch: consume it before the tape's next use.
         """
         K, dt, B = params[1].shape[0], self.dtype, x.shape[0]
-        new = (lambda name, shape: tape.buf(name, shape, dt)) if tape is not None \
-            else (lambda name, shape: np.empty(shape, dt))
-        new_bool = (lambda name, shape: tape.buf(name, shape, np.bool_)) if tape is not None \
-            else (lambda name, shape: np.empty(shape, np.bool_))
+        new = tape.buf if tape is not None else _fresh
         width = self.sizes[1]
-        z = new("z0", (B, K, width))
+        z = new("z0", (B, K, width), dt)
         w1 = params[0].reshape(self.sizes[0], K * width)
         groups = None
         if self.index_input:
@@ -277,14 +279,14 @@ class EnsembleMLP:
         z += params[1]
         acts, masks = [], []
         for l in range(1, self.num_layers):
-            positive = new_bool(f"p{l}", z.shape)
-            mask = new(f"m{l}", z.shape)                   # ReLU' as 0/1 floats: the products below
+            positive = new(f"p{l}", z.shape, np.bool_)
+            mask = new(f"m{l}", z.shape, dt)               # ReLU' as 0/1 floats: the products below
             np.greater(z, 0.0, out=positive)               # are plain float multiplies (2x a bool mask's);
             np.copyto(mask, positive)                      # bool then a copy beats a casting comparison
             z *= mask
             acts.append(z)
             masks.append(mask)
-            nxt = new(f"z{l}", (B, K, self.sizes[l + 1]))
+            nxt = new(f"z{l}", (B, K, self.sizes[l + 1]), dt)
             np.matmul(z.transpose(1, 0, 2), params[2 * l], out=nxt.transpose(1, 0, 2))
             nxt += params[2 * l + 1]
             z = nxt
@@ -297,7 +299,9 @@ class EnsembleMLP:
 
         The first weight's gradient is a `SparseRows` for index and block inputs, else dense.
         `out` may give arrays (e.g. views of one flat buffer) to write the dense gradients
-        into, None for the ones to allocate.
+        into, None for the ones to allocate. The tape's activations are consumed: each layer's
+        input gradient overwrites the input activation once its weight gradient is taken
+        (no buffers beyond the forward pass's), and a sparse first-layer gradient is a view of them.
         """
         K, B = dout.shape[0], dout.shape[1]
         grads: list = [None] * (2 * self.num_layers)
@@ -307,7 +311,7 @@ class EnsembleMLP:
             grads[2 * l + 1] = _sum_batch(d, out[2 * l + 1])
             inp = tape.acts[l - 1]                            # (B, K, in) post-ReLU
             grads[2 * l] = np.matmul(inp.transpose(1, 2, 0), d, out=out[2 * l])
-            prev = tape.buf(f"d{l - 1}", inp.shape, self.dtype)
+            prev = inp                                        # read for the last time above: reuse it
             np.matmul(d, params[2 * l].transpose(0, 2, 1), out=prev.transpose(1, 0, 2))   # W^T as a view
             prev *= tape.masks[l - 1]                         # ReLU'
             d = prev.transpose(1, 0, 2)
@@ -530,7 +534,8 @@ class PriorEnsemble:
 
         `prior` may hand in beta * f(theta0; x) computed earlier (it never changes).
         Target values of keyed inputs are cached per key until the next `sync_target`
-        (exact: theta^- does not change in between), so each is computed once per period.
+        (exact: theta^- does not change in between), so each is computed once per period;
+        their pass uses `tape` as scratch when one is given.
         """
         if target and self.keyed:
             keys = self._keys(x)
@@ -538,7 +543,7 @@ class PriorEnsemble:
             if miss.any():
                 fresh, first = np.unique(keys[miss], return_index=True)
                 xf = fresh if self.net.index_input else x.take(np.flatnonzero(miss)[first])
-                v = self.net.forward(self.target_params, xf, self._fresh_tape)
+                v = self.net.forward(self.target_params, xf, self._fresh_tape if tape is None else tape)
                 p = self.prior(xf)
                 self._target_cache[fresh] = (v if p is None else v + p).transpose(1, 0, 2)
                 self._target_valid[fresh] = True
