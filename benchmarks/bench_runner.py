@@ -59,6 +59,7 @@ def naive_run_id(run: RunSpec) -> str:
     d = dataclasses.asdict(run)
     d.pop("swept")
     d.pop("settings")
+    d.pop("plugins", None)
     d["agent_params"] = as_recorded(AGENTS[run.algorithm].params, d["agent_params"])
     d["env_params"] = as_recorded(ENVS[run.env][1], d["env_params"])
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
