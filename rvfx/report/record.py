@@ -44,9 +44,12 @@ def _has_record(d: Path, exp) -> bool:
     if not (d / "runs.csv").exists():
         return False
     spec = d / "spec.yaml"
-    if not spec.exists() or spec.read_text(encoding="utf-8") != resolved_yaml(exp):
+    if not spec.exists():
+        raise RecordError(f"{d}: recorded under another spec or scale (it has no spec.yaml); move it aside or "
+                          f"record elsewhere")
+    if spec.read_text(encoding="utf-8") != resolved_yaml(exp):
         lacks = _held(d, exp.name) - {r.run_id for r in exp.runs}
-        if not spec.exists() or lacks:
+        if lacks:
             raise RecordError(f"{d}: recorded under another spec or scale (its spec.yaml differs from this "
                               f"sweep's, which lacks {len(lacks)} of its runs); move it aside or record elsewhere")
     _made_by(d)                                    # refuses an unreadable provenance.json now
