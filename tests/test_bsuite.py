@@ -13,6 +13,7 @@ from scipy import stats
 
 bsuite = pytest.importorskip("bsuite", reason="the extra rvfx[bsuite] is not installed: pip install -e '.[bsuite]'")
 
+from bsuite import sweep  # noqa: E402
 from bsuite.environments.deep_sea import DeepSea as BsuiteDeepSea  # noqa: E402
 from bsuite.logging import csv_load  # noqa: E402
 from bsuite.utils.wrappers import _logarithmic_logging  # noqa: E402
@@ -26,6 +27,7 @@ from rvfx.core.live import live, log_grid  # noqa: E402
 from rvfx.envs import bsuite as eb  # noqa: E402
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
 from rvfx.envs.external import BsuiteParams  # noqa: E402
+from rvfx.experiment import memory  # noqa: E402
 
 
 def rvfx_twin(size: int, mapping: np.ndarray) -> DeepSea:
@@ -271,15 +273,31 @@ def test_settings_tables_recover_known_effects_and_report_censored_runs():
     assert cells.loc["+++", ["agent.prior_scale", "agent.mask", "agent.buffer_size"]].tolist() == [5.0, "none", 10000]
 
 
-@pytest.mark.parametrize("spec, scale, runs, estimate", [
-    ("bsuite_deep_sea_settings", "ci", 8, "no CPU estimate"),
-    ("bsuite_deep_sea_settings", "paper", 80, "no CPU estimate"),
-    ("bsuite_cartpole_swingup", "ci", 3, "CPU-hours"), ("bsuite_cartpole_swingup", "paper", 30, "CPU-hours")])
-def test_bsuite_specs_validate(spec, scale, runs, estimate):
-    """bsuite's deep_sea sizes are known only once built; its cartpole_swingup's steps (1,001) from the id."""
+@pytest.mark.parametrize("spec, scale, runs", [
+    ("bsuite_deep_sea", "ci", 6), ("bsuite_deep_sea", "paper", 189),
+    ("bsuite_deep_sea_settings", "ci", 8), ("bsuite_deep_sea_settings", "paper", 80),
+    ("bsuite_cartpole_swingup", "ci", 3), ("bsuite_cartpole_swingup", "paper", 30)])
+def test_bsuite_specs_validate_with_a_cpu_estimate(spec, scale, runs):
+    """bsuite's deep_sea sizes and its cartpole_swingup's steps (1,001) are read from the id."""
     result = invoke("validate", CONFIGS / f"{spec}.yaml", "--scale", scale)
     assert result.exit_code == 0, result.output
-    assert f"{runs} runs" in result.output and estimate in result.output
+    assert f"{runs} runs" in result.output and "CPU-hours by a coarse estimate" in result.output
+
+
+@pytest.mark.parametrize("bsuite_id", [i for i in sweep.SETTINGS if i.startswith("deep_sea/")])
+def test_deep_sea_sizes_without_bsuite_are_those_bsuite_builds(bsuite_id):
+    """rvfx.experiment.memory sizes deep_sea/<k> from its own table of bsuite's sweep: the table is
+    bsuite's, and an episode of the environment bsuite builds lasts N steps of 2 actions on N x N."""
+    params = BsuiteParams(bsuite_id)
+    z = memory.sizes("grlsvi", None, "bsuite", params)
+    env = eb.BsuiteEnvironment(params, np.random.default_rng(0))
+    assert z["H"] == z["S"] == z["steps"] == sweep.SETTINGS[bsuite_id]["size"] == env.size
+    assert (z["H"], z["S"], z["A"]) == env.shape and env.num_actions == 2
+    assert z["inputs"] == z["keys"] == env.size ** 2
+    transition, steps = env.reset(), 0
+    while transition.new_state is not None:
+        transition, steps = env.step(0), steps + 1
+    assert steps == z["steps"]
 
 
 def test_bsuite_deep_sea_settings_spec_runs_and_draws(tmp_path):

@@ -21,6 +21,7 @@ from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams  
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
 from rvfx.envs.external import GymParams  # noqa: E402
 from rvfx.envs.gym import GymEnvironment, gym_seed  # noqa: E402
+from rvfx.experiment import memory  # noqa: E402
 from rvfx.experiment.params import SpecError, build  # noqa: E402
 
 
@@ -196,6 +197,19 @@ def test_unsupported_spaces_and_bad_specs_are_named():
 def test_mountaincar_spec_validates(scale):
     result = invoke("validate", CONFIGS / "mountaincar.yaml", "--scale", scale)
     assert result.exit_code == 0, result.output
+    assert "CPU-hours by a coarse estimate" in result.output
+
+
+@pytest.mark.parametrize("env_id", sorted(memory.GYM_SIZES))
+@pytest.mark.parametrize("time_in_observation", [False, True])
+def test_gym_sizes_without_gymnasium_are_those_gymnasium_builds(env_id, time_in_observation):
+    """rvfx.experiment.memory sizes these ids from its own table: the registered cap, the network
+    input width and the actions of the environment GymEnvironment builds."""
+    params = GymParams(env_id, time_in_observation=time_in_observation)
+    z = memory.sizes("dqn", AGENTS["dqn"][1](), "gym", params)
+    env = GymEnvironment(params, np.random.default_rng(0))
+    assert z["steps"] == gymnasium.spec(env_id).max_episode_steps == env.cap
+    assert z["inputs"] == env.representation.input_dim and z["A"] == env.num_actions and z["keys"] == 0
 
 
 def test_mountaincar_spec_runs_and_draws(tmp_path):

@@ -5,8 +5,10 @@ memory and a sweep whose time is absurd. The memory estimate counts the arrays t
 the environment allocate (tables, replay buffer, network copies, features, stored history,
 logged rows) plus the largest one-off temporary; tests/test_bad_inputs.py checks it against
 traced peaks. The time model is coarse on purpose (README, Speed): it tells hours from
-centuries, not minutes from hours. Environments built by an extra (gym, bsuite) have no sizes
-before they are built, so only their logged rows are counted.
+centuries, not minutes from hours. Environments built by an extra (gym, bsuite) are sized from
+their ids without importing the extra where the extra fixes the sizes (bsuite's deep_sea sweep,
+Gymnasium's MountainCar); other ids have no sizes before they are built, so only their logged rows
+are counted.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import os
 from dataclasses import dataclass
 
 from rvfx.core.live import log_grid
+from rvfx.envs.external import json_object
 
 TABULAR = ("lsvi", "grlsvi", "brlsvi", "psrl", "ucrl2")
 DEEP_SEA_KNOWN = ("deepsea_optimal", "deepsea_exploitation", "deepsea_myopic", "deepsea_thompson")
@@ -30,6 +33,11 @@ CSV_ROW_BYTES = 400         # a logged episode in the shard's episodes.csv, iden
 PROCESS_BYTES = 200 * 2**20  # Python with numpy, scipy and pandas imported, before a run allocates
 SIZE_KEYS = {"deep_sea": "env.size", "random_mdp": "env.states", "cartpole_swingup": "env.max_time",
              "four_state": "env.horizon"}
+# bsuite's deep_sea/<k> is size 10 + 2k (bsuite/experiments/deep_sea/sweep.py: sizes 10, 12, ..., 50)
+BSUITE_DEEP_SEA_SIZES = tuple(range(10, 51, 2))
+# Gymnasium ids whose sizes Gymnasium fixes: (registered max_episode_steps, Box observation
+# length, actions) (gymnasium/envs/__init__.py, classic_control/mountain_car.py)
+GYM_SIZES = {"MountainCar-v0": (200, 2, 3)}
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,18 @@ def sizes(algorithm: str, agent, env: str, env_params) -> dict | None:
         ratio = env_params.max_time / env_params.dt          # beyond 2**53 steps: their count, roughly
         out = {"A": 3, "steps": last_time_index(env_params) + 1 if ratio < 2**53 else ratio,
                "inputs": OBSERVATION_SIZES[env_params.observation], "keys": 0}
+    elif env == "bsuite" and env_params.id.partition("/")[0] == "deep_sea":
+        n = _bsuite_deep_sea_size(env_params)
+        if n is None:
+            return None
+        out = {"H": n, "S": n, "A": 2, "steps": n, "inputs": n * n, "keys": n * n}
+    elif env == "gym" and env_params.id in GYM_SIZES:
+        registered, observation, actions = GYM_SIZES[env_params.id]     # the cap as GymEnvironment sets it
+        kwargs = json_object(env_params.kwargs, "kwargs")
+        steps = _positive_int(env_params.max_episode_steps or kwargs.get("max_episode_steps") or registered)
+        if steps is None:
+            return None
+        out = {"A": actions, "steps": steps, "inputs": observation + int(env_params.time_in_observation), "keys": 0}
     elif env == "bsuite" and env_params.id.startswith("cartpole_swingup"):
         from rvfx.envs.bsuite import settings  # bsuite's defaults: 10 s at 0.01 s a step
         kwargs = {"max_time": 10.0, "timescale": 0.01, **settings(env_params.id, env_params.kwargs)[1]}
@@ -72,6 +92,23 @@ def sizes(algorithm: str, agent, env: str, env_params) -> dict | None:
         out["M"] = agent.M
         out["inputs"] = out["H"] * 2 * agent.M
     return out
+
+
+def _bsuite_deep_sea_size(env_params) -> int | None:
+    """N of a bsuite deep_sea id (deep_sea/<k>, or bare deep_sea), its kwargs' `size` over the
+    sweep's, as rvfx.envs.bsuite.settings merges them; None where bsuite would refuse the id or
+    the size is no positive integer."""
+    _, _, index = env_params.id.partition("/")
+    sweep = {str(k): n for k, n in enumerate(BSUITE_DEEP_SEA_SIZES)}
+    if index and index not in sweep:
+        return None
+    return _positive_int(json_object(env_params.kwargs, "kwargs").get("size", sweep.get(index)))
+
+
+def _positive_int(value) -> int | None:
+    """`value` if it is an integer in [1, 2**63), as a spec's integers are (a size read from its JSON
+    kwargs), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 2**63 else None
 
 
 def environments_for(algorithm: str, agent) -> tuple[str, ...] | None:
