@@ -83,7 +83,7 @@ def test_ctrl_c_cancels_the_sweep_on_the_cluster_and_stops_running_runs(tiny_spe
     c, client = cluster
     out = tmp_path / "c"
     cmd = [sys.executable, "-c", "from rvfx.cli import main; main()", "run", str(tiny_spec), "--out", str(out),
-           "--dask", c.scheduler_address, "--set", "env.size=10", "--set", "episodes=20000"]   # ~10 s a run
+           "--dask", c.scheduler_address, "--set", "env.size=10", "--set", "episodes=200000"]  # ~20 s a run
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     busy_worker(client, for_at_least=1.0)
     proc.send_signal(signal.SIGINT)
