@@ -17,7 +17,7 @@ from rvfx.experiment.spec import load_spec
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
 
-LONG = ("--set", "env.size=10", "--set", "episodes=4000")   # about 2 s a run, 8 runs
+LONG = ("--set", "env.size=10", "--set", "episodes=20000")  # about 2 s a run, 8 runs
 
 
 def start_sweep(spec, out, *args) -> subprocess.Popen:
@@ -86,7 +86,7 @@ def test_a_second_sweep_on_the_same_out_is_refused_naming_the_first(tiny_spec, t
 
 def test_ctrl_c_cancels_pending_runs_keeps_finished_ones_and_says_how_to_resume(tiny_spec, tmp_path):
     out = tmp_path / "c"
-    sets = ("--set", "env.size=10", "--set", "episodes=2000")       # about 1 s a run
+    sets = ("--set", "env.size=10", "--set", "episodes=10000")      # about 1 s a run
     exp = load_spec(str(tiny_spec), "ci", tuple(sets[1::2]))
     proc = start_sweep(tiny_spec, out, "--jobs", 2, *sets)
     wait_for(lambda: finished_shards(out, exp))
