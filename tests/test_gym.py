@@ -15,7 +15,6 @@ from cli_helpers import CONFIGS, assert_png, invoke  # noqa: E402
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 from rvfx.agents import AGENTS, make_agent  # noqa: E402
-from rvfx.analysis.stats import median_ci  # noqa: E402
 from rvfx.core.live import live  # noqa: E402
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams  # noqa: E402
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
@@ -124,23 +123,22 @@ def test_where_the_adapter_feeds_the_native_inputs_the_tables_are_byte_identical
 
 
 def test_ensemble_rlsvi_learns_deep_sea_through_the_adapter_as_natively():
-    """Deep sea N=10, 10 seeds each, index observations: the median learning time (eq. 7.1) through
-    the adapter lies in the native run's 95% bootstrap CI, and the learning times are the same.
-    (Through the image observation the first layer's input is dense, so Adam moves every row of it,
-    not only the rows seen as with one-hot inputs: another algorithm, see README.) A smaller
-    ensemble than the paper's (K=10, minibatch 32) keeps it affordable."""
+    """Deep sea N=10, index observations, 3 seeds: most runs learn within 600 episodes (a finite
+    median learning time, eq. 7.1), each through the adapter at the same episode as natively (same
+    inputs, same draws: equality, not a statistical match). Through the image observation the first
+    layer's input is dense, so Adam moves every row of it, not only the rows seen as with one-hot
+    inputs: another algorithm (README). A smaller ensemble than the paper's (K=10, minibatch 32)."""
     times = {}
     for kind in ("adapter", "native"):
         lt = []
-        for seed in range(10):
+        for seed in range(3):
             env = (adapter("rvfx/DeepSea-v0", seed, size=10, observation="index") if kind == "adapter"
                    else DeepSea(DeepSeaParams(size=10), native_rng(seed)))
             agent = neural_agent("ensemble_rlsvi", env, 100 + seed, K=10, batch_size=32, min_replay=32)
             lt.append(live(agent, env, 600, stop_at_learning=True)["learning_time"])
-        times[kind] = np.array([np.nan if t is None else t for t in lt], float)
-    median, lo, hi = median_ci(times["native"])
-    assert np.isfinite(median) and lo <= median_ci(times["adapter"])[0] <= hi, times
-    assert np.array_equal(times["adapter"], times["native"], equal_nan=True)
+        times[kind] = lt
+    assert sum(t is not None for t in times["native"]) >= 2, times
+    assert times["adapter"] == times["native"]
 
 
 # ------------------------------------------------------------------------------ Gymnasium -> rvfx

@@ -86,8 +86,9 @@ def test_bootstrap_resamples_counts_with_replacement():
 
 def test_psrl_concentrates_on_value_iteration_with_much_data():
     P, R = small_mdp(1)
-    agent = PSRL((H, S, A), np.random.default_rng(0), PSRLParams(data_weight=1.0))
-    feed_complete_data(agent, P, R, copies=20000)
+    # data_weight multiplies every count: 200 copies counted 100 times each are 20,000 copies
+    agent = PSRL((H, S, A), np.random.default_rng(0), PSRLParams(data_weight=100.0))
+    feed_complete_data(agent, P, R, copies=200)
     agent.learn_from_buffer()
     np.testing.assert_allclose(agent.q, value_iteration(P, R), atol=0.05)
 
@@ -141,8 +142,9 @@ def test_ucrl2_widths_shrink_with_steps_not_episodes():
 
 def test_ucrl2_converges_to_value_iteration_with_much_data():
     P, R = small_mdp(2)
-    agent = UCRL2((H, S, A), np.random.default_rng(0), UCRL2Params(data_weight=1.0, reward_max=10.0))
-    feed_complete_data(agent, P, R, copies=100000)
+    # data_weight multiplies every count and the step count: 1,000 copies stand for 100,000
+    agent = UCRL2((H, S, A), np.random.default_rng(0), UCRL2Params(data_weight=100.0, reward_max=10.0))
+    feed_complete_data(agent, P, R, copies=1000)
     agent.learn_from_buffer()
     Q = value_iteration(P, R)
     assert (agent.q >= Q - 1e-9).all()                 # optimism
