@@ -26,6 +26,11 @@ def censored_median(times: np.ndarray) -> float:
     return m if np.isfinite(m) else np.nan
 
 
+def learning_times(runs: pd.DataFrame) -> np.ndarray:
+    """The runs' eq. 7.1 learning times as floats, NaN for a censored run."""
+    return pd.to_numeric(runs["learning_time"], errors="coerce").to_numpy(float)
+
+
 @dataclass
 class SlopeFit:
     slope: float

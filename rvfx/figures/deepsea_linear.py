@@ -7,14 +7,20 @@ import numpy as np
 import pandas as pd
 
 from rvfx.agents.linear.rlsvi import LinearRLSVIParams
-from rvfx.analysis.stats import censored_median, fit_loglog, mean_sem, mean_sem_all, two_piece_breakpoint
+from rvfx.analysis.stats import (
+    censored_median,
+    fit_loglog,
+    learning_times,
+    mean_sem,
+    mean_sem_all,
+    two_piece_breakpoint,
+)
 from rvfx.envs.deep_sea import optimal_return
 from rvfx.experiment.results import env_params, load_spec_value, load_table
 from rvfx.figures.common import (
     agent_params,
     band,
     fmt_episodes,
-    learning_times,
     plt,
     run_dots,
     save,

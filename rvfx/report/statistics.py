@@ -14,10 +14,10 @@ from rvfx.analysis.stats import (
     clopper_pearson,
     fit_exponential,
     fit_loglog,
+    learning_times,
     plateau_k,
     rank_correlation,
 )
-from rvfx.figures.common import learning_times
 from rvfx.report.grammar import evaluate
 from rvfx.report.tables import select, where_text
 
