@@ -8,12 +8,12 @@ from cli_helpers import CONFIGS, assert_png
 from click.testing import CliRunner
 
 from rvfx.agents.tabular.uncertainty import UncertaintyParams, grlsvi_q_samples
-from rvfx.analysis import bounds
+from rvfx.analysis import beta_vs_normal, bounds
 from rvfx.cli import main
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.four_state import DOWN, UP, FourStateExample, FourStateParams
 from rvfx.experiment.spec import load_spec
-from rvfx.figures import FIGURES, beta_vs_normal, illustrations
+from rvfx.figures import FIGURES, illustrations
 from rvfx.figures.common import plt
 
 # ------------------------------------------------------------------------------ Fig. 18

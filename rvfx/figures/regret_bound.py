@@ -18,25 +18,13 @@ eq. "optimism in expectation"):
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from rvfx.analysis.bounds import first_bound, second_bound
+from rvfx.analysis.bounds import ENV_KEYS, bayes_regret, first_bound, second_bound
 from rvfx.analysis.stats import mean_sem
 from rvfx.core.live import log_grid
 from rvfx.experiment.results import env_params, load_table
 from rvfx.figures.common import plt, save, write_table
-
-ENV_KEYS = ["env.horizon", "env.states", "env.actions", "env.beta"]
-
-
-def bayes_regret(episodes: pd.DataFrame) -> pd.DataFrame:
-    """Mean cumulative regret over MDPs (seeds) per L, with a 95% normal interval."""
-    keys = [k for k in ENV_KEYS if k in episodes.columns]
-    g = episodes.groupby(keys + ["episode"])["cum_regret"]
-    s = g.agg(["mean", "std", "count"]).reset_index()
-    half = 1.96 * s["std"].fillna(0.0) / np.sqrt(s["count"])
-    return s.assign(lo=s["mean"] - half, hi=s["mean"] + half)
 
 
 def draw(results, out):
