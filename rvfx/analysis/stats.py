@@ -212,6 +212,12 @@ def plateau_k(ks, medians, tolerance: float = PLATEAU_TOLERANCE):
     return None  # pragma: no cover - the best K always qualifies
 
 
+def breakdown(xs, flags) -> float:
+    """The breakdown x of a grid `xs` (ascending), `flags` holding each x's runs as 1 (meets a criterion)
+    or 0: the smallest x at which fewer than half the runs meet it (+inf when none in the grid)."""
+    return next((float(x) for x, f in zip(xs, flags) if f.mean() < 0.5), np.inf)
+
+
 def _average_ranks(a) -> np.ndarray:
     """Ranks from 1, ties given their average rank (+inf above every finite value and tied with +inf)."""
     a = np.asarray(a, float)

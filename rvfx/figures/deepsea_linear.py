@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.agents.linear.rlsvi import LinearRLSVIParams
+from rvfx.analysis.deepsea_linear import misspecification_summary
 from rvfx.analysis.stats import (
     censored_median,
     fit_loglog,
@@ -250,25 +251,12 @@ def fig_misspecified(results, out):
     T = int(runs["episodes_run"].max())
     place, ticks, tick_labels = _zero_axis(runs["agent.psi"].unique().astype(float))
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
-    rows = []
     for i, (M, g) in enumerate(runs.groupby("agent.M", sort=False)):
         s = mean_sem(g, ["agent.psi"], "final_cum_regret").sort_values("agent.psi")
         x = place(s["agent.psi"])
         line, = ax.plot(x, s["mean"], "-o", ms=3, color=f"C{i}",
                         label=f"M={int(M)}" + (" (= 2N)" if M == 2 * size else " (> 2N)" if M > 2 * size else ""))
         ax.fill_between(x, s["mean"] - s["sem"], s["mean"] + s["sem"], alpha=0.25, color=line.get_color())
-        learnt = g.assign(ok=~g["censored"].astype(bool)).groupby("agent.psi")["ok"].agg(["sum", "count"])
-        fails = learnt.index[learnt["sum"] * 2 < learnt["count"]]
-        works = learnt.index[learnt["sum"] * 2 >= learnt["count"]]
-        r0 = s[s["agent.psi"] == s["agent.psi"].min()].iloc[0]
-        rmax = s.iloc[-1]
-        rows.append({"M": int(M), "seeds": int(learnt["count"].max()),
-                     f"regret at psi={r0['agent.psi']:g}": f"{r0['mean']:.0f} ± {r0['sem']:.0f}",
-                     "largest psi where >= half the seeds learn": (f"{works.max():g}" if len(works) else "none"),
-                     "breakdown: smallest psi where most seeds never learn": (f"{fails.min():g}" if len(fails)
-                                                                               else "none in grid"),
-                     f"regret at psi={rmax['agent.psi']:g}": f"{rmax['mean']:.0f} ± {rmax['sem']:.0f}",
-                     "seeds learnt at largest psi": f"{int(learnt['sum'].iloc[-1])}/{int(learnt['count'].iloc[-1])}"})
     never = _never_opens(results, exp)
     ax.axhline(never * T, color="grey", ls="--", lw=0.8, label=f"never opens the chest ({never:g} T)")
     ax.set_xscale("log")
@@ -278,6 +266,16 @@ def fig_misspecified(results, out):
     ax.set_ylabel(f"cumulative regret after {T} episodes")
     ax.set_title(f"Robustness to misspecification, N={size}, mean ± 1 s.e. over {_seeds(runs)} seeds", fontsize=9)
     ax.legend(fontsize=7)
+    rows = [{"M": int(r["M"]), "seeds": int(r["seeds"]),
+             f"regret at psi={r['psi_first']:g}": f"{r['regret_first']:.0f} ± {r['regret_first_sem']:.0f}",
+             "largest psi where >= half the seeds learn": ("none" if np.isnan(r["largest_psi_learnt"])
+                                                           else f"{r['largest_psi_learnt']:g}"),
+             "breakdown: smallest psi where most seeds never learn": (f"{r['breakdown_psi']:g}"
+                                                                       if np.isfinite(r["breakdown_psi"])
+                                                                       else "none in grid"),
+             f"regret at psi={r['psi_last']:g}": f"{r['regret_last']:.0f} ± {r['regret_last_sem']:.0f}",
+             "seeds learnt at largest psi": f"{r['learnt_at_last']}/{r['runs_at_last']}"}
+            for r in misspecification_summary(runs).to_dict("records")]
     return save(fig, out, "deepsea_misspecified") + write_table(pd.DataFrame(rows), out,
                                                                 "deepsea_misspecified_breakdown")
 
