@@ -31,6 +31,11 @@ def learning_times(runs: pd.DataFrame) -> np.ndarray:
     return pd.to_numeric(runs["learning_time"], errors="coerce").to_numpy(float)
 
 
+def censored_medians(runs: pd.DataFrame, by: str) -> pd.Series:
+    """`censored_median` of the runs' learning times per value of `by`, ascending (NaN where censored)."""
+    return runs.assign(_lt=learning_times(runs)).groupby(by)["_lt"].apply(lambda t: censored_median(t.to_numpy()))
+
+
 @dataclass
 class SlopeFit:
     slope: float

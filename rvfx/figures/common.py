@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rvfx.agents import AGENTS  # noqa: E402
-from rvfx.analysis.stats import censored_median, fit_loglog, learning_times, mean_sem, median_ci  # noqa: E402
+from rvfx.analysis.stats import censored_medians, fit_loglog, learning_times, mean_sem, median_ci  # noqa: E402
 from rvfx.experiment.results import load_spec_value, write_atomic, write_atomic_text  # noqa: E402
 from rvfx.experiment.spec import as_current  # noqa: E402
 from rvfx.figures import STAMP  # noqa: E402
@@ -97,7 +97,7 @@ def scaling_panel(ax, runs: pd.DataFrame, size_col: str, group_col: str, loglog:
         run_dots(ax, sizes, lt, g["episodes_run"].to_numpy(float), color, i, spread=0.03, size=10, alpha=0.4)
         fit = fit_loglog(sizes, lt)
         fits[name] = fit
-        med = g.assign(lt=lt).groupby(size_col)["lt"].apply(lambda s: censored_median(s.to_numpy())).dropna()
+        med = censored_medians(g, size_col).dropna()
         label = (f"{name}: slope {fit.slope:.2f} [{fit.lo:.2f}, {fit.hi:.2f}]"
                  if np.isfinite(fit.slope) else f"{name}: too few uncensored sizes")
         ax.plot(med.index, med.values, "-o", ms=3, color=color, label=label)

@@ -10,6 +10,7 @@ from rvfx.agents.linear.rlsvi import LinearRLSVIParams
 from rvfx.analysis.deepsea_linear import misspecification_summary
 from rvfx.analysis.stats import (
     censored_median,
+    censored_medians,
     fit_loglog,
     learning_times,
     mean_sem,
@@ -71,12 +72,10 @@ def _log_axes(ax, xs) -> None:
 def _lt_curve(ax, g: pd.DataFrame, x: str, color, label: str, linestyle="-", marker="o", jitter_seed=0):
     """Learning time of the runs in `g` against column `x`: a dot per run, an open triangle at
     the cap for a censored run, and the censored median per x (left out where censored)."""
-    lt, xs = learning_times(g), g[x].to_numpy(float)
-    run_dots(ax, xs, lt, g["episodes_run"].to_numpy(float), color, jitter_seed, marker=marker)
-    ux = np.unique(xs)
-    med = np.array([censored_median(lt[xs == u]) for u in ux])
-    ok = ~np.isnan(med)
-    ax.plot(ux[ok], med[ok], linestyle=linestyle, marker=marker, ms=3, color=color, label=label)
+    run_dots(ax, g[x].to_numpy(float), learning_times(g), g["episodes_run"].to_numpy(float), color, jitter_seed,
+             marker=marker)
+    med = censored_medians(g, x).dropna()
+    ax.plot(med.index, med.values, linestyle=linestyle, marker=marker, ms=3, color=color, label=label)
 
 
 def _zero_axis(values: np.ndarray):
@@ -159,7 +158,7 @@ def fig_linear_scaling(results, out):
     ax_raw.legend(fontsize=7, title="median", title_fontsize=7)
     fits = scaling_panel(ax_log, runs, "env.size", "features", loglog=True)
     ns = np.sort(runs["env.size"].unique()).astype(float)
-    first = censored_median(learning_times(runs[runs["env.size"] == ns[0]]))
+    first = censored_medians(runs, "env.size").iloc[0]
     if np.isfinite(first):          # a slope-2 guide through the smallest size's median (all M)
         ax_log.plot(ns, first * (ns / ns[0]) ** 2, color="grey", ls=":", lw=1, label="slope 2 (paper's reading)")
         ax_log.legend(fontsize=7, title="median; slope [95% bootstrap CI]", title_fontsize=7)
@@ -173,9 +172,9 @@ def fig_linear_scaling(results, out):
     rows = []
     for name, fit in fits.items():
         g = runs[runs["features"] == name]
-        med = {int(n): censored_median(learning_times(s)) for n, s in g.groupby("env.size")}
+        med = censored_medians(g, "env.size")
         rows.append({"M": int(g["agent.M"].iloc[0]), **slope_row(fit, g),
-                     "median learning time by N": " ".join(f"{n}:{'cens' if np.isnan(v) else int(v)}"
+                     "median learning time by N": " ".join(f"{int(n)}:{'cens' if np.isnan(v) else int(v)}"
                                                           for n, v in med.items())})
     return save(fig, out, "deepsea_linear_scaling") + write_table(pd.DataFrame(rows), out,
                                                                   "deepsea_linear_scaling_slopes")
@@ -191,17 +190,16 @@ def _vs_m_rows(runs: pd.DataFrame, label: str) -> list[dict]:
     for n, g in runs.groupby("env.size"):
         m, lt = g["agent.M"].to_numpy(float), learning_times(g)
         below, above = m < 2 * n, m >= 2 * n
-        ux = np.unique(m)
-        med = np.array([censored_median(lt[m == u]) for u in ux])
-        ok = ~np.isnan(med)
-        at2n = censored_median(lt[m == 2 * n]) if (m == 2 * n).any() else np.nan
+        med = censored_medians(g, "agent.M")
+        known = med.dropna()
+        kink = two_piece_breakpoint(known.index.to_numpy(float), known.to_numpy())
+        at2n = med.get(2 * n, np.nan)
         rows.append({"runs": label, "N": int(n), "2N": int(2 * n),
                      "slope for M < 2N [95% CI]": _fmt_fit(fit_loglog(m[below], lt[below])),
                      "slope for M >= 2N [95% CI]": _fmt_fit(fit_loglog(m[above], lt[above])),
-                     "best kink M (two-piece log-log fit)": (f"{two_piece_breakpoint(ux[ok], med[ok]):.0f}"
-                                                             if ok.sum() >= 4 else "n/a"),
+                     "best kink M (two-piece log-log fit)": f"{kink:.0f}" if len(known) >= 4 else "n/a",
                      "median at M=2N": "n/a" if np.isnan(at2n) else int(at2n),
-                     "median at largest M": ("cens" if np.isnan(med[-1]) else int(med[-1])),
+                     "median at largest M": ("cens" if np.isnan(med.iloc[-1]) else int(med.iloc[-1])),
                      "censored runs": f"{int(np.isnan(lt).sum())}/{len(g)}"})
     return rows
 
