@@ -38,6 +38,22 @@ def bayes_regret(episodes: pd.DataFrame) -> pd.DataFrame:
     return s.assign(lo=s["mean"] - half, hi=s["mean"] + half)
 
 
+def bound_summary(regret: pd.DataFrame) -> pd.DataFrame:
+    """Per environment of `bayes_regret(episodes)`, at its last L: H, |X|, |A|, beta, the MDPs, L, the
+    Bayesian regret with its 95% interval, eqs. 6.1 and 6.2, and the regret over each and over H L."""
+    rows = []
+    for key, g in regret.groupby(ENV_KEYS, sort=False):
+        H, X, A, beta = (float(k) for k in key)
+        last = g.iloc[-1]
+        L = float(last["episode"])
+        b1, b2 = float(first_bound(L, H, X, A, beta)), float(second_bound(L, H, X, A, beta))
+        rows.append({"H": H, "X": X, "A": A, "beta": beta, "MDPs": int(last["count"]), "L": L,
+                     "regret": float(last["mean"]), "lo": float(last["lo"]), "hi": float(last["hi"]),
+                     "eq_6_1": b1, "eq_6_2": b2, "over_eq_6_1": float(last["mean"] / b1),
+                     "over_eq_6_2": float(last["mean"] / b2), "over_HL": float(last["mean"] / (H * L))})
+    return pd.DataFrame(rows)
+
+
 def regret_over_bounds(results, experiment: str) -> pd.DataFrame:
     """Each run's cumulative regret over eqs. 6.1 and 6.2 (whose mean over runs, the Bayesian regret
     over the bound, must stay <= 1) at two L per decade of the theorem's "for all L" (the first
