@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 from cli_helpers import CONFIGS, assert_png, invoke
 
+from rvfx.analysis.cartpole import cartpole_summary
 from rvfx.analysis.curves import cartpole_runs, return_curves
 from rvfx.analysis.final_return import reached
 from rvfx.envs.cartpole import rollouts
@@ -92,6 +93,8 @@ def test_learnt_means_a_final_return_of_100_not_one_pass_through_the_box(tmp_pat
     assert runs["run_id"].tolist() == ["r0", "r1", "r2"] and runs["episodes"].tolist() == [20] * 3
     np.testing.assert_array_equal(runs["first_reached"], [3, np.nan, 3])
     assert runs["reached_in_final_window"].tolist() == [False, False, True]
+    counts = cartpole_summary(runs).iloc[0]
+    assert counts[["seeds", "ever_reached", "learnt", "swings_up", "collects_reward"]].tolist() == [3, 2, 1, 2, 1]
     row = figs.summary_rows(tmp_path, "x", runs)[0]
     assert row["reached upright (upright steps > 0), ever"] == "2/3 = 0.67"
     learnt = [v for k, v in row.items() if k.startswith("learnt")][0]

@@ -67,3 +67,19 @@ def test_figure_renders_png_and_summary_table(results, fig_id, tmp_path):
     for t in tables:
         assert len(pd.read_csv(t)) > 0
         assert t.with_suffix(".md").exists()
+
+
+def test_misspecification_summary_reads_the_breakdown_psi_as_the_claims_do():
+    """Fig. 9's table per M: the breakdown psi is the smallest at which fewer than half the runs learn
+    (+inf when none, "none in grid"); the largest psi where at least half learn is NaN when none does."""
+    from rvfx.analysis.deepsea_linear import misspecification_summary
+    learnt = {5: [[1, 1], [1, 0], [0, 0]], 20: [[1, 1], [1, 1], [1, 0]], 40: [[0, 0], [0, 0], [0, 0]]}
+    runs = pd.DataFrame([{"agent.M": m, "agent.psi": psi, "censored": not ok, "final_cum_regret": 10.0 * i + ok}
+                         for m, cells in learnt.items() for i, (psi, oks) in enumerate(zip([0.0, 0.01, 0.1], cells))
+                         for ok in oks])
+    s = misspecification_summary(runs).set_index("M")
+    assert s["breakdown_psi"].tolist() == [0.1, float("inf"), 0.0]
+    assert s.loc[5, "largest_psi_learnt"] == 0.01 and s.loc[20, "largest_psi_learnt"] == 0.1
+    assert pd.isna(s.loc[40, "largest_psi_learnt"])
+    assert s.loc[20, ["learnt_at_last", "runs_at_last", "seeds"]].tolist() == [1, 2, 2]
+    assert s.loc[5, ["psi_first", "regret_first", "psi_last", "regret_last"]].tolist() == [0.0, 1.0, 0.1, 20.0]

@@ -8,12 +8,12 @@ from cli_helpers import CONFIGS, assert_png
 from click.testing import CliRunner
 
 from rvfx.agents.tabular.uncertainty import UncertaintyParams, grlsvi_q_samples
-from rvfx.analysis import bounds
+from rvfx.analysis import beta_vs_normal, bounds
 from rvfx.cli import main
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.four_state import DOWN, UP, FourStateExample, FourStateParams
 from rvfx.experiment.spec import load_spec
-from rvfx.figures import FIGURES, beta_vs_normal, illustrations
+from rvfx.figures import FIGURES, illustrations
 from rvfx.figures.common import plt
 
 # ------------------------------------------------------------------------------ Fig. 18
@@ -214,6 +214,10 @@ def test_regret_bound_end_to_end_from_a_tiny_run(tmp_path):
     ratio = float(table["regret / eq. 6.1"].iloc[0])
     assert ratio == pytest.approx(last.mean() / bounds.first_bound(60, 4, 3, 2, 3.0), rel=1e-2)
     assert 0 < ratio < 1
+    # the table's regret over eq. 6.1 is the mean over MDPs of the ratio the claims read
+    over = bounds.regret_over_bounds(out, "regret_bound")
+    summary = bounds.bound_summary(bounds.bayes_regret(eps)).iloc[0]
+    assert summary["over_eq_6_1"] == pytest.approx(over.loc[over["episode"] == 60, "regret_over_eq_6_1"].mean())
 
 
 def test_every_registered_figure_names_a_drawing_function():

@@ -3,6 +3,8 @@ registry against the figure registry, a report of a tiny run, and --check agains
 import math
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -331,6 +333,20 @@ def test_report_of_a_tiny_run_writes_both_files_and_exits_0(tiny):
     assert "slope of log median learning time on log env.size" in section and "missing" not in section
     assert "missing:" in md.split("### fig6_linear_rlsvi_learns")[1].split("###")[0]
     assert "rvfx run configs/deepsea_linear.yaml" in md
+
+
+@pytest.mark.parametrize("command", ["report", "validate"])
+def test_report_and_validate_load_no_plotting_library(tiny, command):
+    """`rvfx report` reads its numbers from rvfx.analysis and `rvfx validate` the figure registry, never
+    a figure's drawing module: in a fresh interpreter, matplotlib stays unloaded."""
+    args = (["report", "--results", str(tiny / "results"), "--out", str(tiny / "no_plots")] if command == "report"
+            else ["validate", str(CONFIGS / "deepsea_tabular.yaml")])
+    code = (f"import sys\nfrom rvfx.cli import main\nsys.argv = ['rvfx', *{args!r}]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+            "print('matplotlib' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert out.stdout.strip().endswith("False"), out.stdout + out.stderr
 
 
 def test_strict_fails_on_anything_but_holds(tiny):

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rvfx.analysis.stats import censored_median, fit_growth, fit_loglog, mean_t_ci, median_ci
+from rvfx.analysis.stats import censored_median, censored_medians, fit_growth, fit_loglog, mean_t_ci, median_ci
 from rvfx.core.live import LearningTime, log_grid
 
 
@@ -29,6 +29,13 @@ def test_log_grid_has_the_first_ten_and_the_last_episode():
 def test_censored_median_counts_censored_runs_as_infinite():
     assert censored_median(np.array([1.0, 2.0, np.nan])) == 2.0
     assert np.isnan(censored_median(np.array([1.0, np.nan, np.nan])))
+
+
+def test_censored_medians_per_size_count_a_censored_run_as_infinite():
+    """A censored run's learning_time (written empty, read as NaN) counts as +inf; per size, ascending."""
+    runs = pd.DataFrame({"env.size": [8, 4, 4, 4, 8, 8], "learning_time": [3, 1, 2, np.nan, np.nan, np.nan]})
+    med = censored_medians(runs, "env.size")
+    assert med.index.tolist() == [4, 8] and med[4] == 2.0 and np.isnan(med[8])
 
 
 def test_fit_recovers_a_known_power_law_with_a_ci_that_covers_it():

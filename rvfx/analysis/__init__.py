@@ -1,1 +1,1 @@
-"""Statistics the figures and the report share: censored medians, bootstrap CIs, slopes, growth fits."""
+"""The numbers the figures draw and the report's claims read, one function per quantity, loading no plotting library."""

@@ -1,9 +1,15 @@
-"""Theorem 1's regret bounds, eqs. 6.1 and 6.2, as functions of the episode count L."""
+"""Theorem 1's regret bounds, eqs. 6.1 and 6.2, as functions of the episode count L, and the
+empirical Bayesian regret that the figure and the claims set against them."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import pandas as pd
+
+from rvfx.experiment.results import load_table
+
+ENV_KEYS = ["env.horizon", "env.states", "env.actions", "env.beta"]   # (H, |X|, |A|, beta) of an environment
 
 
 def log_plus(x):
@@ -21,3 +27,46 @@ def second_bound(L, H, X, A, beta):
     L = np.asarray(L, float)
     return (5 * beta * H ** 3 * X * A * np.sqrt(log_plus(1 + X * A * H * L)) * log_plus(1 + L / (X * A))
             + 2 * H ** 2 * np.sqrt(6 * X * A * L * math.log(X * A)))
+
+
+def bayes_regret(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Mean cumulative regret over MDPs (seeds) per L, with a 95% normal interval."""
+    keys = [k for k in ENV_KEYS if k in episodes.columns]
+    g = episodes.groupby(keys + ["episode"])["cum_regret"]
+    s = g.agg(["mean", "std", "count"]).reset_index()
+    half = 1.96 * s["std"].fillna(0.0) / np.sqrt(s["count"])
+    return s.assign(lo=s["mean"] - half, hi=s["mean"] + half)
+
+
+def bound_summary(regret: pd.DataFrame) -> pd.DataFrame:
+    """Per environment of `bayes_regret(episodes)`, at its last L: H, |X|, |A|, beta, the MDPs, L, the
+    Bayesian regret with its 95% interval, eqs. 6.1 and 6.2, and the regret over each and over H L."""
+    rows = []
+    for key, g in regret.groupby(ENV_KEYS, sort=False):
+        H, X, A, beta = (float(k) for k in key)
+        last = g.iloc[-1]
+        L = float(last["episode"])
+        b1, b2 = float(first_bound(L, H, X, A, beta)), float(second_bound(L, H, X, A, beta))
+        rows.append({"H": H, "X": X, "A": A, "beta": beta, "MDPs": int(last["count"]), "L": L,
+                     "regret": float(last["mean"]), "lo": float(last["lo"]), "hi": float(last["hi"]),
+                     "eq_6_1": b1, "eq_6_2": b2, "over_eq_6_1": float(last["mean"] / b1),
+                     "over_eq_6_2": float(last["mean"] / b2), "over_HL": float(last["mean"] / (H * L))})
+    return pd.DataFrame(rows)
+
+
+def regret_over_bounds(results, experiment: str) -> pd.DataFrame:
+    """Each run's cumulative regret over eqs. 6.1 and 6.2 (whose mean over runs, the Bayesian regret
+    over the bound, must stay <= 1) at two L per decade of the theorem's "for all L" (the first
+    logged episode at or after 1, sqrt 10, 10, ...) and the last, so that the table stays small
+    enough to commit at paper scale (`rvfx export`)."""
+    eps = load_table(results, experiment, "episodes")
+    logged = np.sort(eps["episode"].unique())
+    targets = 10.0 ** (np.arange(np.floor(2 * np.log10(logged[-1])) + 1) / 2)
+    kept = set(logged[np.searchsorted(logged, targets)].tolist())
+    eps = eps[eps["episode"].isin(kept) | (eps["episode"] == eps.groupby("run_id")["episode"].transform("max"))]
+    parts = []
+    for shape, g in eps.groupby(ENV_KEYS, sort=False):       # one environment's (H, |X|, |A|, beta)
+        shape = [float(v) for v in shape]
+        parts.append(g.assign(regret_over_eq_6_1=g["cum_regret"] / first_bound(g["episode"], *shape),
+                              regret_over_eq_6_2=g["cum_regret"] / second_bound(g["episode"], *shape)))
+    return pd.concat(parts)

@@ -26,6 +26,16 @@ def censored_median(times: np.ndarray) -> float:
     return m if np.isfinite(m) else np.nan
 
 
+def learning_times(runs: pd.DataFrame) -> np.ndarray:
+    """The runs' eq. 7.1 learning times as floats, NaN for a censored run."""
+    return pd.to_numeric(runs["learning_time"], errors="coerce").to_numpy(float)
+
+
+def censored_medians(runs: pd.DataFrame, by: str) -> pd.Series:
+    """`censored_median` of the runs' learning times per value of `by`, ascending (NaN where censored)."""
+    return runs.assign(_lt=learning_times(runs)).groupby(by)["_lt"].apply(lambda t: censored_median(t.to_numpy()))
+
+
 @dataclass
 class SlopeFit:
     slope: float
@@ -205,6 +215,12 @@ def plateau_k(ks, medians, tolerance: float = PLATEAU_TOLERANCE):
         if m <= tolerance * best:
             return k
     return None  # pragma: no cover - the best K always qualifies
+
+
+def breakdown(xs, flags) -> float:
+    """The breakdown x of a grid `xs` (ascending), `flags` holding each x's runs as 1 (meets a criterion)
+    or 0: the smallest x at which fewer than half the runs meet it (+inf when none in the grid)."""
+    return next((float(x) for x, f in zip(xs, flags) if f.mean() < 0.5), np.inf)
 
 
 def _average_ranks(a) -> np.ndarray:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rvfx.analysis.cartpole import cartpole_summary
 from rvfx.analysis.curves import (
     cartpole_runs,
     pole_up,
@@ -23,8 +24,7 @@ from rvfx.analysis.curves import (
     smooth_window,
     swept,
 )
-from rvfx.analysis.final_return import LEARNT_RETURN, final_window_start
-from rvfx.analysis.stats import mean_sem_all
+from rvfx.analysis.final_return import LEARNT_RETURN
 from rvfx.envs.cartpole.draw import draw_cartpole
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams
 from rvfx.experiment.results import env_params, load_or_derive, load_spec_value, load_table
@@ -54,40 +54,39 @@ def _groups(results, experiment: str, table: pd.DataFrame):
         yield _describe(results, experiment, row["agent"], row), g
 
 
-def _fraction(flags: pd.Series) -> str:
-    return f"{int(flags.sum())}/{len(flags)} = {flags.mean():.2f}"
+def _fraction(k: int, n: int) -> str:
+    return f"{k}/{n} = {k / n:.2f}"
 
 
 def summary_rows(results, experiment: str, runs: pd.DataFrame) -> list[dict]:
-    """Per agent/setting, from the per-run table `cartpole_runs`: seeds, the fraction that ever reach
-    the upright reward, final returns, the best 10% window, and what the final greedy policies do."""
+    """The summary table of `cartpole_summary` of the per-run table `cartpole_runs`, one row per
+    agent/setting: seeds, the fraction that ever reach the upright reward, final returns, the best 10%
+    window, and what the final greedy policies do."""
     rows = []
     crit = "upright steps > 0"
     p = env_params(results, experiment)
     cos_bound, steady = p.upright_cos, p.steady_bound
-    for label, g in _groups(results, experiment, runs):
-        last_ep = int(g["episodes"].max())
-        tail_from = final_window_start(last_ep)
-        m = mean_sem_all(g, "final_return")
-        best = g["best_window_return"]
-        speed = g["up_speed"].dropna()
-        first = g["first_reached"].dropna()
+    for s in cartpole_summary(runs).to_dict("records"):
+        n, tail_from, last_ep = s["seeds"], s["final_window_start"], s["episodes"]
         rows.append({
-            "agent": label,
-            "seeds": len(g),
+            "agent": _describe(results, experiment, s["agent"], s),
+            "seeds": n,
             "episodes": last_ep,
-            f"reached upright ({crit}), ever": _fraction(g["ever_reached"]),
-            "first episode reaching (median)": f"{first.median():.0f}" if len(first) else "never",
-            f"reached in episodes {tail_from}-{last_ep}": _fraction(g["reached_in_final_window"]),
-            f"return, episodes {tail_from}-{last_ep} (mean ± s.e.m.)": f"{m['mean']:.2f} ± {m['sem']:.2f}",
+            f"reached upright ({crit}), ever": _fraction(s["ever_reached"], n),
+            "first episode reaching (median)": ("never" if np.isnan(s["first_reached_median"])
+                                                else f"{s['first_reached_median']:.0f}"),
+            f"reached in episodes {tail_from}-{last_ep}": _fraction(s["reached_in_final_window"], n),
+            f"return, episodes {tail_from}-{last_ep} (mean ± s.e.m.)":
+                f"{s['final_return_mean']:.2f} ± {s['final_return_sem']:.2f}",
             f"learnt (mean return >= {LEARNT_RETURN:g} over episodes {tail_from}-{last_ep})":
-                _fraction(g["final_return"] >= LEARNT_RETURN),
-            f"mean return >= {LEARNT_RETURN:g} over some 10% window (post hoc)": _fraction(best >= LEARNT_RETURN),
-            "best 10% window's mean return, median over seeds (post hoc)": f"{best.median():.2f}",
-            f"final greedy episode swings the pole up (cos θ > {cos_bound:g})": _fraction(g["up_steps"] > 0),
-            "final greedy episode collects upright reward": _fraction(g["rewarded_steps"] > 0),
+                _fraction(s["learnt"], n),
+            f"mean return >= {LEARNT_RETURN:g} over some 10% window (post hoc)":
+                _fraction(s["learnt_in_some_window"], n),
+            "best 10% window's mean return, median over seeds (post hoc)": f"{s['best_window_median']:.2f}",
+            f"final greedy episode swings the pole up (cos θ > {cos_bound:g})": _fraction(s["swings_up"], n),
+            "final greedy episode collects upright reward": _fraction(s["collects_reward"], n),
             f"median |θ̇| while up, over those that swing up (reward needs <= {steady:g})":
-                f"{speed.median():.1f}" if len(speed) else "",
+                "" if np.isnan(s["up_speed_median"]) else f"{s['up_speed_median']:.1f}",
         })
     return rows
 

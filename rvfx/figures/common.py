@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rvfx.agents import AGENTS  # noqa: E402
-from rvfx.analysis.stats import fit_loglog, mean_sem, median_ci  # noqa: E402
+from rvfx.analysis.stats import censored_medians, fit_loglog, learning_times, mean_sem, median_ci  # noqa: E402
 from rvfx.experiment.results import load_spec_value, write_atomic, write_atomic_text  # noqa: E402
 from rvfx.experiment.spec import as_current  # noqa: E402
 from rvfx.figures import STAMP  # noqa: E402
@@ -75,11 +75,6 @@ def first_success_dots(ax, i: int, times: np.ndarray, budgets: np.ndarray, color
                     capsize=3)
 
 
-def learning_times(runs: pd.DataFrame) -> np.ndarray:
-    """The runs' eq. 7.1 learning times as floats, NaN for a censored run."""
-    return pd.to_numeric(runs["learning_time"], errors="coerce").to_numpy(float)
-
-
 def run_dots(ax, x: np.ndarray, lt: np.ndarray, caps: np.ndarray, color, seed: int, spread: float = 0.04,
              size: float = 8, alpha: float = 0.35, marker: str = "o", triangle: float = 30) -> None:
     """One dot per run at (x, learning time), jittered by a factor 1 +- spread/2 (log axes), and an
@@ -102,9 +97,7 @@ def scaling_panel(ax, runs: pd.DataFrame, size_col: str, group_col: str, loglog:
         run_dots(ax, sizes, lt, g["episodes_run"].to_numpy(float), color, i, spread=0.03, size=10, alpha=0.4)
         fit = fit_loglog(sizes, lt)
         fits[name] = fit
-        med = g.assign(lt=lt).groupby(size_col)["lt"].apply(
-            lambda s: np.median(np.where(np.isnan(s), np.inf, s)))
-        med = med[np.isfinite(med)]
+        med = censored_medians(g, size_col).dropna()
         label = (f"{name}: slope {fit.slope:.2f} [{fit.lo:.2f}, {fit.hi:.2f}]"
                  if np.isfinite(fit.slope) else f"{name}: too few uncensored sizes")
         ax.plot(med.index, med.values, "-o", ms=3, color=color, label=label)

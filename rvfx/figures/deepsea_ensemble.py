@@ -5,13 +5,12 @@ import numpy as np
 import pandas as pd
 
 from rvfx.analysis.curves import regret_curves
-from rvfx.analysis.stats import mean_sem_all, median_ci, plateau_k
+from rvfx.analysis.stats import learning_times, mean_sem_all, median_ci, plateau_k
 from rvfx.experiment.results import load_or_derive, load_spec_value, load_table
 from rvfx.figures.common import (
     agent_params,
     band,
     ci_cell,
-    learning_times,
     plt,
     run_dots,
     save,

@@ -7,14 +7,22 @@ import numpy as np
 import pandas as pd
 
 from rvfx.agents.linear.rlsvi import LinearRLSVIParams
-from rvfx.analysis.stats import censored_median, fit_loglog, mean_sem, mean_sem_all, two_piece_breakpoint
+from rvfx.analysis.deepsea_linear import misspecification_summary
+from rvfx.analysis.stats import (
+    censored_median,
+    censored_medians,
+    fit_loglog,
+    learning_times,
+    mean_sem,
+    mean_sem_all,
+    two_piece_breakpoint,
+)
 from rvfx.envs.deep_sea import optimal_return
 from rvfx.experiment.results import env_params, load_spec_value, load_table
 from rvfx.figures.common import (
     agent_params,
     band,
     fmt_episodes,
-    learning_times,
     plt,
     run_dots,
     save,
@@ -64,12 +72,10 @@ def _log_axes(ax, xs) -> None:
 def _lt_curve(ax, g: pd.DataFrame, x: str, color, label: str, linestyle="-", marker="o", jitter_seed=0):
     """Learning time of the runs in `g` against column `x`: a dot per run, an open triangle at
     the cap for a censored run, and the censored median per x (left out where censored)."""
-    lt, xs = learning_times(g), g[x].to_numpy(float)
-    run_dots(ax, xs, lt, g["episodes_run"].to_numpy(float), color, jitter_seed, marker=marker)
-    ux = np.unique(xs)
-    med = np.array([censored_median(lt[xs == u]) for u in ux])
-    ok = ~np.isnan(med)
-    ax.plot(ux[ok], med[ok], linestyle=linestyle, marker=marker, ms=3, color=color, label=label)
+    run_dots(ax, g[x].to_numpy(float), learning_times(g), g["episodes_run"].to_numpy(float), color, jitter_seed,
+             marker=marker)
+    med = censored_medians(g, x).dropna()
+    ax.plot(med.index, med.values, linestyle=linestyle, marker=marker, ms=3, color=color, label=label)
 
 
 def _zero_axis(values: np.ndarray):
@@ -152,7 +158,7 @@ def fig_linear_scaling(results, out):
     ax_raw.legend(fontsize=7, title="median", title_fontsize=7)
     fits = scaling_panel(ax_log, runs, "env.size", "features", loglog=True)
     ns = np.sort(runs["env.size"].unique()).astype(float)
-    first = censored_median(learning_times(runs[runs["env.size"] == ns[0]]))
+    first = censored_medians(runs, "env.size").iloc[0]
     if np.isfinite(first):          # a slope-2 guide through the smallest size's median (all M)
         ax_log.plot(ns, first * (ns / ns[0]) ** 2, color="grey", ls=":", lw=1, label="slope 2 (paper's reading)")
         ax_log.legend(fontsize=7, title="median; slope [95% bootstrap CI]", title_fontsize=7)
@@ -166,9 +172,9 @@ def fig_linear_scaling(results, out):
     rows = []
     for name, fit in fits.items():
         g = runs[runs["features"] == name]
-        med = {int(n): censored_median(learning_times(s)) for n, s in g.groupby("env.size")}
+        med = censored_medians(g, "env.size")
         rows.append({"M": int(g["agent.M"].iloc[0]), **slope_row(fit, g),
-                     "median learning time by N": " ".join(f"{n}:{'cens' if np.isnan(v) else int(v)}"
+                     "median learning time by N": " ".join(f"{int(n)}:{'cens' if np.isnan(v) else int(v)}"
                                                           for n, v in med.items())})
     return save(fig, out, "deepsea_linear_scaling") + write_table(pd.DataFrame(rows), out,
                                                                   "deepsea_linear_scaling_slopes")
@@ -184,17 +190,16 @@ def _vs_m_rows(runs: pd.DataFrame, label: str) -> list[dict]:
     for n, g in runs.groupby("env.size"):
         m, lt = g["agent.M"].to_numpy(float), learning_times(g)
         below, above = m < 2 * n, m >= 2 * n
-        ux = np.unique(m)
-        med = np.array([censored_median(lt[m == u]) for u in ux])
-        ok = ~np.isnan(med)
-        at2n = censored_median(lt[m == 2 * n]) if (m == 2 * n).any() else np.nan
+        med = censored_medians(g, "agent.M")
+        known = med.dropna()
+        kink = two_piece_breakpoint(known.index.to_numpy(float), known.to_numpy())
+        at2n = med.get(2 * n, np.nan)
         rows.append({"runs": label, "N": int(n), "2N": int(2 * n),
                      "slope for M < 2N [95% CI]": _fmt_fit(fit_loglog(m[below], lt[below])),
                      "slope for M >= 2N [95% CI]": _fmt_fit(fit_loglog(m[above], lt[above])),
-                     "best kink M (two-piece log-log fit)": (f"{two_piece_breakpoint(ux[ok], med[ok]):.0f}"
-                                                             if ok.sum() >= 4 else "n/a"),
+                     "best kink M (two-piece log-log fit)": f"{kink:.0f}" if len(known) >= 4 else "n/a",
                      "median at M=2N": "n/a" if np.isnan(at2n) else int(at2n),
-                     "median at largest M": ("cens" if np.isnan(med[-1]) else int(med[-1])),
+                     "median at largest M": ("cens" if np.isnan(med.iloc[-1]) else int(med.iloc[-1])),
                      "censored runs": f"{int(np.isnan(lt).sum())}/{len(g)}"})
     return rows
 
@@ -244,25 +249,12 @@ def fig_misspecified(results, out):
     T = int(runs["episodes_run"].max())
     place, ticks, tick_labels = _zero_axis(runs["agent.psi"].unique().astype(float))
     fig, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
-    rows = []
     for i, (M, g) in enumerate(runs.groupby("agent.M", sort=False)):
         s = mean_sem(g, ["agent.psi"], "final_cum_regret").sort_values("agent.psi")
         x = place(s["agent.psi"])
         line, = ax.plot(x, s["mean"], "-o", ms=3, color=f"C{i}",
                         label=f"M={int(M)}" + (" (= 2N)" if M == 2 * size else " (> 2N)" if M > 2 * size else ""))
         ax.fill_between(x, s["mean"] - s["sem"], s["mean"] + s["sem"], alpha=0.25, color=line.get_color())
-        learnt = g.assign(ok=~g["censored"].astype(bool)).groupby("agent.psi")["ok"].agg(["sum", "count"])
-        fails = learnt.index[learnt["sum"] * 2 < learnt["count"]]
-        works = learnt.index[learnt["sum"] * 2 >= learnt["count"]]
-        r0 = s[s["agent.psi"] == s["agent.psi"].min()].iloc[0]
-        rmax = s.iloc[-1]
-        rows.append({"M": int(M), "seeds": int(learnt["count"].max()),
-                     f"regret at psi={r0['agent.psi']:g}": f"{r0['mean']:.0f} ± {r0['sem']:.0f}",
-                     "largest psi where >= half the seeds learn": (f"{works.max():g}" if len(works) else "none"),
-                     "breakdown: smallest psi where most seeds never learn": (f"{fails.min():g}" if len(fails)
-                                                                               else "none in grid"),
-                     f"regret at psi={rmax['agent.psi']:g}": f"{rmax['mean']:.0f} ± {rmax['sem']:.0f}",
-                     "seeds learnt at largest psi": f"{int(learnt['sum'].iloc[-1])}/{int(learnt['count'].iloc[-1])}"})
     never = _never_opens(results, exp)
     ax.axhline(never * T, color="grey", ls="--", lw=0.8, label=f"never opens the chest ({never:g} T)")
     ax.set_xscale("log")
@@ -272,6 +264,16 @@ def fig_misspecified(results, out):
     ax.set_ylabel(f"cumulative regret after {T} episodes")
     ax.set_title(f"Robustness to misspecification, N={size}, mean ± 1 s.e. over {_seeds(runs)} seeds", fontsize=9)
     ax.legend(fontsize=7)
+    rows = [{"M": int(r["M"]), "seeds": int(r["seeds"]),
+             f"regret at psi={r['psi_first']:g}": f"{r['regret_first']:.0f} ± {r['regret_first_sem']:.0f}",
+             "largest psi where >= half the seeds learn": ("none" if np.isnan(r["largest_psi_learnt"])
+                                                           else f"{r['largest_psi_learnt']:g}"),
+             "breakdown: smallest psi where most seeds never learn": (f"{r['breakdown_psi']:g}"
+                                                                       if np.isfinite(r["breakdown_psi"])
+                                                                       else "none in grid"),
+             f"regret at psi={r['psi_last']:g}": f"{r['regret_last']:.0f} ± {r['regret_last_sem']:.0f}",
+             "seeds learnt at largest psi": f"{r['learnt_at_last']}/{r['runs_at_last']}"}
+            for r in misspecification_summary(runs).to_dict("records")]
     return save(fig, out, "deepsea_misspecified") + write_table(pd.DataFrame(rows), out,
                                                                 "deepsea_misspecified_breakdown")
 

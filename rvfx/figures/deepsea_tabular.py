@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rvfx.analysis.stats import censored_median, mean_sem_all
+from rvfx.analysis.stats import censored_median, learning_times, mean_sem_all
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.figures.common import band, fmt_episodes, learning_times, plt, save, size_scaling_figure, write_table
+from rvfx.figures.common import band, fmt_episodes, plt, save, size_scaling_figure, write_table
 
 
 def fig_regret(results, out):

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from rvfx.analysis.stats import Growth, censored_median, fit_growth
+from rvfx.analysis.stats import Growth, censored_median, fit_growth, learning_times
 from rvfx.experiment.results import load_table
-from rvfx.figures.common import learning_times, plt, run_dots, save, write_table
+from rvfx.figures.common import plt, run_dots, save, write_table
 
 # Spec agent label -> (Table 1 row, the paper's entry).
 METHODS = {

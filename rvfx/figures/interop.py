@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 
 from rvfx.analysis.final_return import final_returns
-from rvfx.analysis.stats import censored_median, mean_sem_all, median_ci
+from rvfx.analysis.stats import censored_median, learning_times, mean_sem_all, median_ci
 from rvfx.experiment.results import experiment_dir, load_table
-from rvfx.figures.common import band, ci_cell, first_success_dots, fmt_episodes, learning_times, plt, save, write_table
+from rvfx.figures.common import band, ci_cell, first_success_dots, fmt_episodes, plt, save, write_table
 
 BOOT_DQN = "boot_dqn"      # RESULTS/bsuite_deep_sea/boot_dqn/[seed_*/]: bsuite's own logs of its boot_dqn
 SMOOTH = 10                # MountainCar returns: running mean over this many episodes per run

@@ -10,14 +10,15 @@ import numpy as np
 
 from rvfx.analysis.stats import (
     bootstrap_ci,
+    breakdown,
     censored_median,
     clopper_pearson,
     fit_exponential,
     fit_loglog,
+    learning_times,
     plateau_k,
     rank_correlation,
 )
-from rvfx.figures.common import learning_times
 from rvfx.report.grammar import evaluate
 from rvfx.report.tables import select, where_text
 
@@ -158,15 +159,10 @@ def _breakdown_flags(df, p) -> tuple[np.ndarray, list]:
     return xs, [evaluate(p["criterion"], df.loc[df[p["x"]] == x]).to_numpy(float) for x in xs]
 
 
-def _first_failing(xs, flags) -> float:
-    """The breakdown x: the smallest at which fewer than half the runs meet the criterion (+inf when none)."""
-    return next((float(x) for x, f in zip(xs, flags) if f.mean() < 0.5), np.inf)
-
-
 def _breakdown(df, p, boot) -> Estimate:
     """Smallest x at which fewer than half the runs meet the criterion (+inf when none in the grid)."""
     xs, flags = _breakdown_flags(df, p)
-    return Estimate(*bootstrap_ci(flags, lambda s: _first_failing(xs, s), **boot), len(df),
+    return Estimate(*bootstrap_ci(flags, lambda s: breakdown(xs, s), **boot), len(df),
                     f"{p['x']} grid: {_levels(xs)}")
 
 
@@ -184,7 +180,7 @@ def _breakdown_trend(df, p, boot) -> Estimate:
     ends = np.cumsum([len(xs) for xs in grids])
 
     def points(s):
-        return [_first_failing(xs, s[end - len(xs):end]) for xs, end in zip(grids, ends)]
+        return [breakdown(xs, s[end - len(xs):end]) for xs, end in zip(grids, ends)]
     detail = f"breakdown {p['x']} per {p['over']}: " + ", ".join(
         f"{level(lv)}: {num(b)}" for lv, b in zip(levels, points(flags)))
     return Estimate(*bootstrap_ci(flags, lambda s: rank_correlation(range(len(levels)), points(s)), **boot),

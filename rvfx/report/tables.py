@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from rvfx.analysis.bounds import first_bound, second_bound
+from rvfx.analysis.beta_vs_normal import margin_table
+from rvfx.analysis.bounds import regret_over_bounds
 from rvfx.analysis.curves import cartpole_runs, regret_curves, return_curves
 from rvfx.analysis.final_return import LEARNT_RETURN, final_returns
 from rvfx.analysis.screen import diagnostics_summary, screen_runs
@@ -23,38 +23,12 @@ def _final_returns(results: Path, experiment: str) -> pd.DataFrame:
     return runs.assign(learnt=runs["final_return"] >= LEARNT_RETURN)
 
 
-def _regret_over_bounds(results: Path, experiment: str) -> pd.DataFrame:
-    """Theorem 1: each run's cumulative regret over eqs. 6.1 and 6.2 (whose mean over runs, the
-    Bayesian regret over the bound, must stay <= 1) at two L per decade of the theorem's "for all
-    L" (the first logged episode at or after 1, sqrt 10, 10, ...) and the last, so that the table
-    stays small enough to commit at paper scale (`export`)."""
-    from rvfx.figures.regret_bound import ENV_KEYS
-    eps = load_table(results, experiment, "episodes")
-    logged = np.sort(eps["episode"].unique())
-    targets = 10.0 ** (np.arange(np.floor(2 * np.log10(logged[-1])) + 1) / 2)
-    kept = set(logged[np.searchsorted(logged, targets)].tolist())
-    eps = eps[eps["episode"].isin(kept) | (eps["episode"] == eps.groupby("run_id")["episode"].transform("max"))]
-    parts = []
-    for shape, g in eps.groupby(ENV_KEYS, sort=False):       # (H, |X|, |A|, beta) per environment
-        shape = [float(v) for v in shape]
-        parts.append(g.assign(regret_over_eq_6_1=g["cum_regret"] / first_bound(g["episode"], *shape),
-                              regret_over_eq_6_2=g["cum_regret"] / second_bound(g["episode"], *shape)))
-    return pd.concat(parts)
-
-
-DERIVED = {"final_returns": _final_returns, "regret_over_bounds": _regret_over_bounds,
+DERIVED = {"final_returns": _final_returns, "regret_over_bounds": regret_over_bounds,
            "screen_runs": screen_runs, "diagnostics_summary": diagnostics_summary,
            "return_curves": return_curves, "cartpole_runs": cartpole_runs, "regret_curves": regret_curves}
 
 
-def _fig18_optimism_margin() -> pd.DataFrame:
-    """int_a^inf (G - F) ds on Fig. 18's grid of a (condition 2 of the stochastic-optimism lemma)."""
-    from rvfx.figures.beta_vs_normal import optimism_margin
-    a = np.linspace(-1.5, 2.5, 81)
-    return pd.DataFrame({"a": a, "margin": optimism_margin(a)})
-
-
-COMPUTED = {"fig18_optimism_margin": _fig18_optimism_margin}
+COMPUTED = {"fig18_optimism_margin": margin_table}
 
 
 def claim_table(claim: dict, results: Path) -> pd.DataFrame:
