@@ -1,7 +1,8 @@
 """rvfx's native cartpole at `bsuite_settings(n)` is bsuite 0.3.6's cartpole_swingup/n: from the same start
 state, under the same actions, the same states (to float64 round-off), rewards, termination step and
 observations as bsuite's own environment through rvfx's `bsuite` kind; the preset is bsuite's sweep;
-and the new parameters leave the paper's task and its run ids as they were.
+the new parameters leave the paper's task and its run ids as they were; and the bridge spec
+(configs/cartpole_bridge.yaml) walks from bsuite's task to the paper's one documented change per arm.
 
 Why round-off and not bit-equality: the Euler step groups two products differently. bsuite computes
 the θ̇² term of τ as (m l/2) · θ̇² · sin θ, rvfx as ((m l/2) · θ̇) · θ̇ · sin θ, and the denominator's
@@ -17,6 +18,7 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 from cli_helpers import CONFIGS, invoke
 
 from rvfx.envs.cartpole.dynamics import (
@@ -26,7 +28,7 @@ from rvfx.envs.cartpole.dynamics import (
     bsuite_settings,
     upright,
 )
-from rvfx.experiment.spec import _identity_params
+from rvfx.experiment.spec import _identity_params, load_spec
 
 NEW_FIELDS = ("x_bound", "x_dot_bounded", "strict_bounds", "terminate_x")
 LEVELS = (0, 5, 10)
@@ -196,3 +198,39 @@ def test_the_batch_env_follows_the_new_reward_fields():
         np.testing.assert_allclose(reward, [e.step(int(a)).reward for e, a in zip(singles, acts)], atol=1e-12)
     assert 0 < np.sum(total > 0) and np.any(np.abs(batch.state[3]) > 1)  # rewards, with |ẋ| > 1 allowed
 
+
+# ------------------------------------------------------------------ the bridge spec
+
+BRIDGE = CONFIGS / "cartpole_bridge.yaml"
+ORDER = [  # (arm, what it changes from the arm before): the issue's order
+    ("bsuite0", {}),
+    ("xdot", {"env.x_dot_bounded": True}),
+    ("upright95", {"env.upright_cos": 0.95, "env.x_bound": 0.0, "env.strict_bounds": False}),
+    ("raw_obs", {"env.observation": "raw"}),
+    ("rails", {"env.terminate_x": 0.0}),
+    ("cost", {"env.action_cost": 0.001}),
+    ("glorot", {"agent.init": "glorot_uniform"}),
+]
+
+
+@pytest.mark.parametrize("scale", ["ci", "paper"])
+def test_the_bridge_walks_from_bsuites_task_to_the_papers_one_change_per_arm(scale):
+    exp = load_spec(str(BRIDGE), scale, allow_long=True)
+    first = {}
+    for r in exp.runs:
+        first.setdefault(r.agent, r)
+    assert list(first) == [arm for arm, _ in ORDER]
+    settings = {arm: {**{f"env.{k}": v for k, v in r.settings["env"].items()},
+                      **{f"agent.{k}": v for k, v in r.settings["agent"].items()}} for arm, r in first.items()}
+    base = settings["bsuite0"]
+    bsuite = {f"env.{k}": v for k, v in bsuite_settings(0).items()}
+    assert {k: base[k] for k in bsuite} == bsuite
+    if scale == "paper":   # the paper's task, ci shortens the episodes
+        assert {k[4:]: v for k, v in settings["glorot"].items() if k.startswith("env.")} == \
+            dataclasses.asdict(CartpoleSwingUpParams())
+    for (before, _), (arm, change) in zip(ORDER, ORDER[1:]):
+        diff = {k: v for k, v in settings[arm].items() if settings[before][k] != v}
+        assert diff == change, arm
+    head = yaml.safe_load(BRIDGE.read_text())
+    assert head["seeds"] == 5 and head["episodes"] == 300 and head["figures"] == []
+    assert invoke("validate", BRIDGE, "--scale", scale).exit_code == 0
