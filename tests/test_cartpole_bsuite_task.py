@@ -89,7 +89,7 @@ def test_native_env_at_bsuite_settings_is_bsuites_cartpole_swingup(level):
             assert (a.new_state is None) == (b.new_state is None), (level, seed, k)
             if a.new_state is None:
                 ends.add("x" if abs(s.x) > 3 else "time")
-                assert k + 1 == (1001 if abs(s.x) <= 3 else k + 1) and (abs(s.x) > 3 or s.time_elapsed > 10)
+                assert abs(s.x) > 3 or (k + 1 == 1001 and s.time_elapsed > 10)   # off the track, or 1,001 steps
                 break
             # float32 values, the indicators exactly; the rest at most one float32 rounding apart
             np.testing.assert_array_equal(a.new_state[6:], b.new_state[6:])
@@ -197,6 +197,21 @@ def test_the_batch_env_follows_the_new_reward_fields():
         total += reward
         np.testing.assert_allclose(reward, [e.step(int(a)).reward for e, a in zip(singles, acts)], atol=1e-12)
     assert 0 < np.sum(total > 0) and np.any(np.abs(batch.state[3]) > 1)  # rewards, with |ẋ| > 1 allowed
+
+
+def test_the_gymnasium_adapter_takes_the_preset():
+    """rvfx/CartpoleSwingUp-v0 with bsuite_settings(0): bsuite's 8 values, `terminated` once |x| > 3."""
+    gymnasium = pytest.importorskip("gymnasium", reason="the extra rvfx[gym] is not installed")
+    import rvfx  # noqa: F401  (registers the environments)
+
+    env = gymnasium.make("rvfx/CartpoleSwingUp-v0", **bsuite_settings(0))
+    obs, _ = env.reset(seed=1)
+    assert obs.shape == (8,) and np.all(obs.astype(np.float32) == obs) and obs[5] == 0.0
+    steps, terminated, truncated = 0, False, False
+    while not (terminated or truncated):
+        obs, _, terminated, truncated, _ = env.step(2)
+        steps += 1
+    assert terminated and not truncated and steps < 1001 and obs[0] > 1.0 and obs[6] == -1.0
 
 
 # ------------------------------------------------------------------ the bridge spec
