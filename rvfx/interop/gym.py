@@ -101,14 +101,15 @@ class CartpoleSwingUpEnv(RvfxEnv):
 
     Observation: Box(-inf, inf, (n,), float64), the native observation (`observation`: raw is
     (θ, θ̇, x, ẋ, t)); at the end, that of the final state. Actions: Discrete(3), forces -F, 0, +F.
-    Every episode is `terminated` once t > max_time (t is in every observation kind); never
-    truncated. The optimum is unknown: no optimal_return, no regret.
+    Every episode is `terminated` once t > max_time (t is in every observation kind), or early once
+    |x| > terminate_x where that is set (bsuite's track); never truncated.
+    The optimum is unknown: no optimal_return, no regret.
     """
     kind = "cartpole_swingup"
 
     def __init__(self, **params):
         super().__init__(**params)
-        size = len(observation_components(0.0, 0.0, 0.0, 0.0, 0.0, self.params.observation))
+        size = len(observation_components(0.0, 0.0, 0.0, 0.0, 0.0, self.params.observation, params=self.params))
         self.observation_space = spaces.Box(-np.inf, np.inf, (size,), np.float64)
         self.action_space = spaces.Discrete(3)
 
@@ -117,4 +118,4 @@ class CartpoleSwingUpEnv(RvfxEnv):
 
     def terminal_observation(self) -> np.ndarray:
         p = self.params
-        return np.array(observation_components(*self.env.state, self.steps * p.dt, p.observation))
+        return np.array(observation_components(*self.env.state, self.steps * p.dt, p.observation, params=p))

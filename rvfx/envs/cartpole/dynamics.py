@@ -4,7 +4,12 @@ Dynamics are eq. 7.2 (label eq:cp_dynamics) integrated with explicit Euler, Δt 
 One arithmetic function, `euler_step`, holds the formula; it runs on Python floats
 (the single env, for speed) and on NumPy arrays (`CartpoleSwingUpBatch`, B carts at once).
 Likewise `observation_components` is the one rule from state and time to what the agent sees
-(`observation`: the paper's raw state, or cos/sin features like bsuite's).
+(`observation`: the paper's raw state, or cos/sin features like bsuite's, or bsuite's own).
+
+`bsuite_settings(n)` is a preset: the parameter values that make this environment bsuite 0.3.6's
+cartpole_swingup/n (its reward box, move cost, termination and observation; the physics and start
+state are already bsuite's by default), so that a task between bsuite's and the paper's is a list of
+documented parameter changes from either.
 """
 from __future__ import annotations
 
@@ -21,8 +26,8 @@ from rvfx.envs.cartpole.rollouts import greedy_rollout
 
 TWO_PI = 2.0 * math.pi
 
-Observation = Literal["raw", "trig", "trig_indicators"]
-OBSERVATION_SIZES = {"raw": 5, "trig": 6, "trig_indicators": 8}
+Observation = Literal["raw", "trig", "trig_indicators", "bsuite"]
+OBSERVATION_SIZES = {"raw": 5, "trig": 6, "trig_indicators": 8, "bsuite": 8}
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,47 @@ class CartpoleSwingUpParams:
                "trig: (cos θ, sin θ, θ̇/10, x/5, ẋ/5, t/10); trig_indicators: trig plus 1{|x| < 1} and "
                "1{|θ̇| < 1} as 1.0/0.0, like bsuite's cartpole_swingup observation (which orders and "
                "scales differently and uses ±1). These indicators leak part of the reward box (two of "
-               "its four conditions), which the paper's state does not contain"})
+               "its four conditions), which the paper's state does not contain; bsuite: bsuite's cartpole_swingup "
+               "observation exactly, (x/terminate_x, ẋ/terminate_x, sin θ, cos θ, θ̇, t/max_time, ±1 for "
+               "|x| < the reward's x bound, ±1 for |θ̇| < steady_bound), each rounded to float32 as bsuite "
+               "stores it (needs terminate_x)"})
+    x_bound: float = field(default=0.0, metadata={
+        "min": 0.0, "added_later": True,
+        "doc": "reward needs |x| within this instead of steady_bound (bsuite's cartpole_swingup/n: 1 - n/20); "
+               "0: steady_bound, as the paper"})
+    x_dot_bounded: bool = field(default=True, metadata={
+        "added_later": True,
+        "doc": "reward needs |ẋ| within steady_bound (the paper); false: no condition on ẋ (bsuite)"})
+    strict_bounds: bool = field(default=False, metadata={
+        "added_later": True,
+        "doc": "reward needs |θ̇|, |x|, |ẋ| strictly below their bounds (bsuite) instead of <= (the paper); "
+               "cos θ > upright_cos is strict either way"})
+    terminate_x: float = field(default=0.0, metadata={
+        "min": 0.0, "added_later": True,
+        "doc": "end the episode on the step whose new |x| exceeds this, with no rails (bsuite: 3; rail is then "
+               "unused); 0: no such end, rigid rails at ±rail (the paper)"})
+
+    def __post_init__(self):
+        if self.observation == "bsuite" and self.terminate_x == 0.0:
+            raise ValueError("observation 'bsuite' scales x and ẋ by terminate_x (bsuite: 3.0): set terminate_x")
+
+
+def bsuite_settings(level: int = 0) -> dict:
+    """The preset of bsuite's cartpole_swingup/<level>: the CartpoleSwingUpParams values that make
+    this environment bsuite 0.3.6's task (cartpole_swingup.py, sweep.py): reward +1 when
+    cos θ > level/20, |θ̇| < 1 and |x| < 1 - level/20 (strict, no ẋ condition), a cost of 0.1 on
+    each step with a force (action_cost 0.01 per unit |F| at |F| = 10; exactly 0.1 in float64), the
+    episode ending once |x| > 3 (no rails) or t > 10, and bsuite's float32 observation. Everything
+    else is the default, which is already bsuite's: the physics (tau_pole_mass, θ wrapped into
+    [0, 2π), bsuite's constants with its length 0.5 as l/2), Δt = 0.01, max_time 10 and the start
+    (x, ẋ, θ̇, θ - π ~ U(±0.05)). Use `CartpoleSwingUpParams(**bsuite_settings(n))`, or write these
+    keys under a spec's `env:`. Equal to bsuite's environment up to float64 round-off in the Euler
+    step (tests/test_cartpole_bsuite_task.py); at another max_time bsuite's accumulated clock may
+    end an episode a step earlier (max_time 1: 100 steps where this counts 101)."""
+    if not (isinstance(level, int) and 0 <= level < 20):
+        raise ValueError(f"bsuite's cartpole_swingup has levels 0 ... 19, not {level!r}")
+    return {"upright_cos": level / 20, "x_bound": 1 - level / 20, "steady_bound": 1.0, "x_dot_bounded": False,
+            "strict_bounds": True, "terminate_x": 3.0, "action_cost": 0.01, "observation": "bsuite"}
 
 
 def physics_constants(p: CartpoleSwingUpParams) -> tuple:
@@ -78,8 +123,15 @@ def euler_step(theta, theta_dot, x, x_dot, force, sin, cos, c):
 
 
 def upright(cos_theta, theta_dot, x, x_dot, p: CartpoleSwingUpParams):
-    """The +1 event: cos θ > 0.95 and |θ̇|, |x|, |ẋ| <= 1 (footnote of §7.2.2); floats or arrays."""
+    """The +1 event: cos θ > 0.95 and |θ̇|, |x|, |ẋ| <= 1 (footnote of §7.2.2); floats or arrays.
+    With `x_bound`, `x_dot_bounded` or `strict_bounds` set (bsuite's box): cos θ > upright_cos,
+    |θ̇| and |x| within steady_bound and x_bound, |ẋ| within steady_bound only if x_dot_bounded,
+    each < instead of <= if strict_bounds."""
     b = p.steady_bound
+    if p.x_bound or p.strict_bounds or not p.x_dot_bounded:
+        below = (lambda a, c: a < c) if p.strict_bounds else (lambda a, c: a <= c)
+        ok = (cos_theta > p.upright_cos) & below(abs(theta_dot), b) & below(abs(x), p.x_bound or b)
+        return ok & below(abs(x_dot), b) if p.x_dot_bounded else ok
     return (cos_theta > p.upright_cos) & (abs(theta_dot) <= b) & (abs(x) <= b) & (abs(x_dot) <= b)
 
 
@@ -88,13 +140,24 @@ def wrap_angle(theta, p: CartpoleSwingUpParams):
     return theta % TWO_PI if p.wrap_theta else theta
 
 
-def observation_components(theta, theta_dot, x, x_dot, t, kind: str, cos=math.cos, sin=math.sin) -> tuple:
+def observation_components(theta, theta_dot, x, x_dot, t, kind: str, cos=math.cos, sin=math.sin,
+                           params: CartpoleSwingUpParams | None = None) -> tuple:
     """The observation of state (θ, θ̇, x, ẋ) at time t, as a tuple of components (`kind` is
     `params.observation`); floats, or arrays with `cos`, `sin` = np.cos, np.sin.
 
     raw: (θ, θ̇, x, ẋ, t); trig: (cos θ, sin θ, θ̇/10, x/5, ẋ/5, t/10); trig_indicators: trig,
-    then 1.0 if |x| < 1 else 0.0 and 1.0 if |θ̇| < 1 else 0.0.
+    then 1.0 if |x| < 1 else 0.0 and 1.0 if |θ̇| < 1 else 0.0; bsuite (needs `params`): bsuite's
+    (x/X, ẋ/X, sin θ, cos θ, θ̇, t/max_time, 1.0 if |x| < x bound else -1.0, 1.0 if |θ̇| <
+    steady_bound else -1.0), X = terminate_x, each rounded to float32 as bsuite stores it (the
+    values as float64).
     """
+    if kind == "bsuite":
+        if params is None:
+            raise ValueError("observation 'bsuite' needs the parameters (params=)")
+        scale, bx = params.terminate_x, params.x_bound or params.steady_bound
+        parts = (x / scale, x_dot / scale, sin(theta), cos(theta), theta_dot, t / params.max_time,
+                 (abs(x) < bx) * 2.0 - 1.0, (abs(theta_dot) < params.steady_bound) * 2.0 - 1.0)
+        return tuple(np.float64(np.float32(v)) for v in parts)
     if kind == "raw":
         return theta, theta_dot, x, x_dot, t
     trig = (cos(theta), sin(theta), theta_dot / 10.0, x / 5.0, x_dot / 5.0, t / 10.0)
@@ -102,7 +165,7 @@ def observation_components(theta, theta_dot, x, x_dot, t, kind: str, cos=math.co
         return trig
     if kind == "trig_indicators":
         return trig + ((abs(x) < 1.0) * 1.0, (abs(theta_dot) < 1.0) * 1.0)
-    raise ValueError(f"unknown observation {kind!r} (raw, trig, trig_indicators)")
+    raise ValueError(f"unknown observation {kind!r} (raw, trig, trig_indicators, bsuite)")
 
 
 def last_time_index(p: CartpoleSwingUpParams) -> int:
@@ -124,7 +187,9 @@ class CartpoleSwingUp:
     `horizon` = last_time_index + 1 steps: the step reaching t > max_time returns
     new_state None. No reward noise, so `expected_return` is the episode's return.
     `params.observation` picks what the observations hold (`observation_components`);
-    `state` is always (θ, θ̇, x, ẋ).
+    `state` is always (θ, θ̇, x, ẋ). With `terminate_x` (bsuite's track) there are no rails and
+    the step that leaves |x| <= terminate_x also returns new_state None, ending the episode early.
+    bsuite's cartpole_swingup/n is `CartpoleSwingUpParams(**bsuite_settings(n))`.
     """
 
     num_actions = 3
@@ -145,6 +210,7 @@ class CartpoleSwingUp:
         self._state = (p.start_angle, 0.0, 0.0, 0.0)
         self._k = 0
         self._obs = None
+        self._terminate_x = p.terminate_x
 
     @property
     def state(self) -> tuple[float, float, float, float]:
@@ -156,7 +222,8 @@ class CartpoleSwingUp:
         self._state = (float(theta), float(theta_dot), float(x), float(x_dot))
         if k is not None:
             self._k = int(k)
-        self._obs = np.array(observation_components(*self._state, self._k * self.params.dt, self._kind))
+        self._obs = np.array(observation_components(*self._state, self._k * self.params.dt, self._kind,
+                                                    params=self.params))
         return self._obs
 
     def reset(self) -> Transition:
@@ -175,7 +242,9 @@ class CartpoleSwingUp:
         theta, theta_dot, x, x_dot = euler_step(theta, theta_dot, x, x_dot, self._forces[action],
                                                 math.sin(theta), math.cos(theta), self._c)
         rail = p.rail
-        if x >= rail:
+        if self._terminate_x:         # bsuite's track: no rails; the episode ends beyond ±terminate_x
+            pass
+        elif x >= rail:
             x = rail
             if x_dot > 0.0:
                 x_dot = 0.0
@@ -193,8 +262,9 @@ class CartpoleSwingUp:
         self._k = k + 1
         self._state = (theta, theta_dot, x, x_dot)
         old = self._obs
-        self._obs = None if k + 1 > self._last_k else np.array(
-            observation_components(theta, theta_dot, x, x_dot, (k + 1) * p.dt, self._kind))
+        ended = k + 1 > self._last_k or (self._terminate_x and abs(x) > self._terminate_x)
+        self._obs = None if ended else np.array(
+            observation_components(theta, theta_dot, x, x_dot, (k + 1) * p.dt, self._kind, params=p))
         return Transition(old, action, reward, self._obs, k)
 
     def episode_metrics(self) -> dict:
@@ -217,7 +287,7 @@ class CartpoleSwingUp:
         p = self.params
 
         def obs(theta, theta_dot, x, x_dot, t=0.0):
-            return np.array(observation_components(theta, theta_dot, x, x_dot, t, self._kind))
+            return np.array(observation_components(theta, theta_dot, x, x_dot, t, self._kind, params=p))
 
         probes = {"hanging": obs(math.pi, 0.0, 0.0, 0.0), "upright_still": obs(0.0, 0.0, 0.0, 0.0),
                   "upright_spinning": obs(0.0, 5.0, 0.0, 0.0)}
@@ -232,11 +302,15 @@ class CartpoleSwingUpBatch:
 
     All carts share the clock, so their episodes start and end together (several
     seeds' episodes in lock step). `step` returns (observations (B, observation_size), rewards (B,), done).
+    Episodes that end early (`terminate_x`) cannot run in lock step: such parameters are refused.
     """
 
     num_actions = 3
 
     def __init__(self, params: CartpoleSwingUpParams, rngs: Sequence[np.random.Generator]):
+        if params.terminate_x:
+            raise ValueError("CartpoleSwingUpBatch steps every cart's episode in lock step, so it cannot end "
+                             f"one early: terminate_x {params.terminate_x} is not supported (use CartpoleSwingUp)")
         self.params = p = params
         self.observation_size = OBSERVATION_SIZES[p.observation]
         self.rngs = list(rngs)
@@ -256,7 +330,7 @@ class CartpoleSwingUpBatch:
         """(B, observation_size) array: row i is cart i's observation, as the single env's."""
         theta, theta_dot, x, x_dot = self.state
         parts = observation_components(theta, theta_dot, x, x_dot, self._k * self.params.dt,
-                                       self.params.observation, np.cos, np.sin)
+                                       self.params.observation, np.cos, np.sin, params=self.params)
         obs = np.empty((self.batch, len(parts)))
         for i, part in enumerate(parts):
             obs[:, i] = part
