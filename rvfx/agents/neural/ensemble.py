@@ -27,6 +27,7 @@ from rvfx.agents.neural.ensemble_buffer import EnsembleBuffer, Mask
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
 from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.representations import FiniteCodes, Representation, RepresentationKind, representation_for
+from rvfx.agents.neural.td import bootstrap_values, td_errors
 from rvfx.agents.tabular.base import greedy_policy
 from rvfx.core.protocols import ProbeStates
 
@@ -128,31 +129,28 @@ def td_step(ensemble: PriorEnsemble, tape: Tape, x: np.ndarray, action: np.ndarr
     pass that `backward` reads overwrites them: one set of activation buffers, not two, stays in cache.
     """
     q_next = ensemble.value(x_next, target=True, tape=tape, prior=next_prior)   # (K, U', A), tape scratch
-    A = q_next.shape[2]
-    if double:
-        best = ensemble.value(x_next, prior=next_prior).argmax(axis=2)         # online argmax, (K, U')
-        v_next = np.take_along_axis(q_next, best[:, :, None], axis=2)[:, :, 0]
-    else:
-        v_next = q_next[:, :, 0].copy()                 # max over a few actions: a loop of
-        for a in range(1, A):                            # maximum is ~20x faster than .max(axis=2)
-            np.maximum(v_next, q_next[:, :, a], out=v_next)
+    online_next = ensemble.value(x_next, prior=next_prior) if double else None
+    v_next = bootstrap_values(q_next, online_next)
     q = ensemble.value(x, tape=tape, prior=prior)                        # (K, U, A)
-    K, U = q.shape[:2]
-    B = action.shape[0]
-    y = v_next if next_index is None else v_next[:, next_index]          # (K, B)
-    y *= discount
-    y += reward
-    members = np.arange(K)[:, None]
-    rows = np.arange(B) if x_index is None else x_index
-    delta = q[members, rows, action]
-    delta -= y
+    _, delta = td_errors(q, action, reward, discount, v_next, x_index, next_index)
+    K, B = delta.shape
     g = delta if weight is None else delta * weight
     loss = 0.5 * float(np.vdot(g, delta)) / (B * K)
     g *= 1.0 / B
+    ensemble.apply_gradient(tape, value_gradient(tape, g, action, x_index, q))
+    return loss
+
+
+def value_gradient(tape: Tape, g: np.ndarray, action: np.ndarray, x_index: np.ndarray | None,
+                   q: np.ndarray) -> np.ndarray:
+    """dL/dQ for the values q (K, U, A), like q, in `tape`'s scratch: g[k, b] (K, B) at the value Q_k(s_b, a_b)
+    it weighs, zero elsewhere; with `x_index`, the samples b of one state u and action a summed."""
+    K, U, A = q.shape
+    B = action.shape[0]
     dout = tape.buf("dout", (U, K, A), q.dtype).transpose(1, 0, 2)      # (U, K, A) memory
     if x_index is None:
         dout.fill(0.0)
-        dout[members, rows, action] = g
+        dout[np.arange(K)[:, None], np.arange(B), action] = g
     else:                       # dout[k, u, a] = sum of g[k, b] over samples b of state u and action a
         onehot = tape.buf("onehot", (B, U * A), q.dtype)
         onehot.fill(0.0)
@@ -160,8 +158,7 @@ def td_step(ensemble: PriorEnsemble, tape: Tape, x: np.ndarray, action: np.ndarr
         dsum = tape.buf("dsum", (U * A, K), q.dtype)
         np.matmul(onehot.T, g.T, out=dsum)
         dout.transpose(1, 2, 0)[...] = dsum.reshape(U, A, K)
-    ensemble.apply_gradient(tape, dout)
-    return loss
+    return dout
 
 
 class EnsembleRLSVI:
