@@ -1,15 +1,9 @@
-"""Draw cartpole swing-up trajectories (§7.2.2) as a strip of frames, to see what a policy does."""
+"""Draw a cartpole swing-up frame (§7.2.2): rails, cart and pole, for the figures that show what a policy does."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-
-from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams, upright
 
 
 def draw_cartpole(ax, theta: float, x: float, length: float = 1.0, rail: float = 5.0,
@@ -28,26 +22,3 @@ def draw_cartpole(ax, theta: float, x: float, length: float = 1.0, rail: float =
     ax.set_xticks([])
     ax.set_yticks([])
 
-
-def draw_strip(observations, path, params: CartpoleSwingUpParams | None = None,
-               num_frames: int = 8, dpi: int = 80) -> Path:
-    """Save `num_frames` evenly spaced frames of a trajectory as one row of panels.
-
-    `observations` is (T, 5) of (θ, θ̇, x, ẋ, t) as the env emits (`observation: raw`). A pole
-    drawn green is inside the reward box of `params` (`upright`; default: the paper's task).
-    """
-    params = params or CartpoleSwingUpParams()
-    obs = np.asarray(observations, dtype=float).reshape(-1, 5)
-    idx = np.unique(np.linspace(0, len(obs) - 1, min(num_frames, len(obs))).round().astype(int))
-    fig = Figure(figsize=(2.2 * len(idx), 1.0))
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(1, len(idx), squeeze=False)[0]
-    for ax, i in zip(axes, idx):
-        theta, theta_dot, x, x_dot, t = obs[i]
-        good = upright(math.cos(theta), theta_dot, x, x_dot, params)
-        draw_cartpole(ax, theta, x, length=params.length, rail=params.rail, color="tab:green" if good else "tab:blue")
-        ax.set_title(f"t={t:.2f}", fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=dpi)
-    return path
