@@ -26,7 +26,8 @@ import tracemalloc
 import numpy as np
 
 from rvfx.agents.neural.ensemble import EnsembleParams, EnsembleRLSVI, make_ensemble_agent, td_step
-from rvfx.agents.neural.nn import PriorEnsemble, Tape
+from rvfx.agents.neural.mlp import Tape
+from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.representations import representation_for
 from rvfx.core.live import live
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams

@@ -15,7 +15,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from rvfx.agents.neural import ensemble, nn
+from rvfx.agents.neural import ensemble, mlp
 
 
 class _Recorder:
@@ -35,7 +35,7 @@ class _Recorder:
 def record_products(agent, steps: int) -> list[list[tuple]]:
     """[[(a shape, b shape, dtype), ...] per step] of `steps` SGD steps of a copy of `agent`."""
     clone, log = copy.deepcopy(agent), []
-    modules = (nn, ensemble)
+    modules = (mlp, ensemble)
     saved = [m.np for m in modules]
     try:
         for m in modules:

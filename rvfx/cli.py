@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -11,37 +10,10 @@ from pathlib import Path
 import click
 
 import rvfx
+from rvfx import cli_support as support
 from rvfx import shipped
 from rvfx.agents import AGENTS
 from rvfx.envs import ENVS
-from rvfx.experiment.params import SpecError
-
-
-def _load(spec_path, scale, sets, allow_long=True):
-    """The experiment of SPEC, its runs naming the `--plugin` modules their workers import."""
-    import dataclasses
-
-    from rvfx.experiment.spec import load_spec
-    from rvfx.figures import FIGURES
-    from rvfx.shipped import spec_path as shipped
-    try:
-        exp = load_spec(shipped(spec_path), scale, tuple(sets), figure_ids=FIGURES, allow_long=allow_long)
-    except SpecError as err:
-        _fail(str(err), 2)
-    plugins = click.get_current_context().find_root().obj or ()
-    exp.runs = [dataclasses.replace(r, plugins=plugins) for r in exp.runs] if plugins else exp.runs
-    return exp
-
-
-def _fail(message: str, code: int):
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
-
-
-def _os_error(err: OSError) -> str:
-    """'path: reason' of an OS error (both paths of a failed rename)."""
-    names = " -> ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
-    return f"{names}: {err.strerror}" if names and err.strerror else str(err)
 
 
 class _Main(click.Group):
@@ -56,7 +28,7 @@ class _Main(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
         except OSError as err:
-            _fail(_os_error(err), 1)
+            support.fail(support.os_error(err), 1)
 
 
 def _claims_option(help="the claims registry"):
@@ -78,7 +50,7 @@ def main(ctx, plugins):
     try:
         load_plugins(tuple(plugins), {"rvfx.agents": AGENTS, "rvfx.envs": ENVS, "rvfx.figures": FIGURES})
     except PluginError as err:
-        _fail(str(err), 2)
+        support.fail(str(err), 2)
     ctx.obj = tuple(plugins)
 
 
@@ -103,12 +75,12 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_
     from rvfx.experiment import checkpoint, results
     from rvfx.experiment.runner import run_sweep
     from rvfx.experiment.spec import resolved_yaml
-    exp = _load(spec, scale, sets, allow_long)
+    exp = support.load(spec, scale, sets, allow_long)
     from rvfx.experiment.runner import other_sweep
     refused = other_sweep(out, exp, spec)
     if refused:
-        _fail(refused, 2)
-    keep, recorded = (_recorder(exp, out, record_dir, claims_path) if record_dir else (None, set()))
+        support.fail(refused, 2)
+    keep, recorded = (support.recorder(exp, out, record_dir, claims_path) if record_dir else (None, set()))
     problems = {r.run_id: results.shard_problem(out, r) for r in exp.runs if r.run_id not in recorded}
     done = sum(p is None for p in problems.values())
     resumable = checkpoint.resumable(out, [r for r in exp.runs if problems.get(r.run_id) is not None])
@@ -122,17 +94,17 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_
     if dry_run:
         return
     if done < len(problems):
-        _blas_preflight(dask_address)
-    _preflight(out, exp)
+        support.blas_preflight(dask_address)
+    support.preflight(out, exp)
     from rvfx.experiment.executors import DaskAddressError
     from rvfx.experiment.runner import Interrupted, SweepBusy
     try:
         outcomes = run_sweep([r for r in exp.runs if r.run_id not in recorded], out, jobs=jobs, dask=dask_address,
                              on_outcome=keep and keep.heard)
     except DaskAddressError as err:
-        _fail(str(err), 2)
+        support.fail(str(err), 2)
     except SweepBusy as err:
-        _fail(str(err), 1)
+        support.fail(str(err), 1)
     except Interrupted as err:
         if keep is not None:
             keep.merge()
@@ -152,31 +124,6 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_
         sys.exit(1)
 
 
-def _recorder(exp, out: str, record_dir: str, claims_path: str):
-    """(recorder, recorded): a Recorder that merges the finished runs into the record in RECORD_DIR
-    as they come, and the run ids of `exp` that record holds; a record or registry that cannot be
-    used ends here, before anything runs."""
-    from rvfx.report.record import Recorder, RecordError, lacking, recorded
-    from rvfx.report.registry import RegistryError, load_registry
-    try:
-        registry = load_registry(claims_path)
-        ids, strays = recorded(registry, Path(record_dir), exp)
-        recorder = Recorder(registry, Path(out), Path(record_dir), exp)
-    except (RecordError, RegistryError) as err:
-        _fail(str(err), 2)
-    except _unreadable_tables() as err:
-        _fail(f"--record {record_dir}: {err}", 2)
-    if strays:
-        click.echo(f"{Path(record_dir) / exp.name} holds rows of {len(strays)} run id(s) not in this spec "
-                   f"({', '.join(strays)}): they are dropped as the record updates, and the runs it lacks rerun",
-                   err=True)
-    new_tables = lacking(registry, Path(record_dir), exp)
-    if new_tables:
-        click.echo(f"{Path(record_dir) / exp.name} lacks {', '.join(n + '.csv' for n in new_tables)} (kept since it "
-                   f"was recorded): its runs are taken from {Path(out) / exp.name} or rerun", err=True)
-    return recorder, ids
-
-
 @main.command()
 @click.argument("spec", type=click.Path())
 @click.option("--scale", type=click.Choice(["ci", "paper"]), default="ci", show_default=True)
@@ -184,7 +131,7 @@ def _recorder(exp, out: str, record_dir: str, claims_path: str):
 @click.option("--allow-long", is_flag=True, help="accept a sweep estimated at over a CPU-year, as run does")
 def validate(spec, scale, sets, allow_long):
     """Check SPEC without running anything: what `rvfx run` would refuse, this refuses."""
-    exp = _load(spec, scale, sets, allow_long)
+    exp = support.load(spec, scale, sets, allow_long)
     cost = (f"about {exp.cpu_seconds / 3600:,.3g} CPU-hours by a coarse estimate at README's measured speeds; "
             f"a busy or slower machine can take several times that" if exp.cpu_seconds > 0 else
             "no CPU estimate: its environment's sizes are known only once an extra builds it")
@@ -200,7 +147,7 @@ def collect(spec, scale, sets, out):
     """Concatenate SPEC's finished shards into episodes.csv / runs.csv."""
     from rvfx.experiment import results
     from rvfx.experiment.spec import resolved_yaml
-    exp = _load(spec, scale, sets)
+    exp = support.load(spec, scale, sets)
     for name, path in results.collect(out, exp.runs, resolved_yaml(exp)).items():
         click.echo(f"{name}: {path}")
     lacking = results.missing_runs(out, exp.name)
@@ -223,130 +170,13 @@ def plot(figures, results_dir, out, spec_path):
             click.echo(f"error: unknown figure {f!r}{did_you_mean(f, FIGURES)}", err=True)
             sys.exit(2)
     if spec_path is None:
-        return _draw(figures, results_dir, out)
-    exp = _load(spec_path, "ci", ())
+        return support.draw(figures, results_dir, out)
+    exp = support.load(spec_path, "ci", ())
     figures = figures or tuple(exp.figures)
     with tempfile.TemporaryDirectory(prefix="rvfx-view-") as view:
         for name in {e for f in figures for e in FIGURES[f].experiments}:
             (Path(view) / name).symlink_to((Path(results_dir) / exp.name).resolve(), target_is_directory=True)
-        _draw(figures, view, out, shown=results_dir)
-
-
-def _unreadable_tables() -> tuple:
-    """The errors of reading a damaged result table or spec.yaml."""
-    import pandas as pd
-    import yaml
-
-    from rvfx.experiment.results import DamagedTable
-    return pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, yaml.YAMLError, DamagedTable
-
-
-def _experiments_in(results_dir) -> list[str]:
-    return sorted(p.name for p in Path(results_dir).glob("*") if p.is_dir())
-
-
-def _draw(figures, results_dir, out, shown=None):
-    """Draw each figure from RESULTS_DIR/<its experiments>; exit 2 on a damaged table, 1 on missing ones.
-    Figures without tables are named once, in one line, with the runs that would make them; `shown`
-    is the results folder to name there (the user's, when RESULTS_DIR is a view of it)."""
-    from rvfx.experiment.results import missing_runs
-    from rvfx.figures import FIGURES
-    unreadable = _unreadable_tables()
-    shown = shown or results_dir
-    missing, damaged, absent = [], [], set()
-    for fig_id in figures or FIGURES:
-        fig = FIGURES[fig_id]
-        lacks = [e for e in fig.experiments if not any((Path(results_dir) / e).glob("*.csv"))]
-        if lacks:
-            missing.append(fig_id)
-            absent.update(lacks)
-            continue
-        try:
-            paths = fig.draw(Path(results_dir), Path(out))
-            lacking = [(e, missing_runs(results_dir, e)) for e in fig.experiments]
-        except FileNotFoundError as err:
-            missing.append(fig_id)
-            click.echo(f"skipped {fig_id}: {err}", err=True)
-            continue
-        except unreadable as err:
-            damaged.append(fig_id)
-            click.echo(f"error: {fig_id}: {_unreadable(results_dir, fig.experiments, err)}", err=True)
-            continue
-        click.echo(f"{fig_id}: " + ", ".join(str(p) for p in paths))
-        for _, lack in lacking:
-            if lack:
-                click.echo(f"warning: {fig_id} drawn without {lack}", err=True)
-    if absent:
-        skipped = [f for f in missing if set(FIGURES[f].experiments) & absent]
-        click.echo(f"skipped {len(skipped)} figure(s) with no tables in {shown}: {', '.join(skipped)}; "
-                   f"draw them after {_run_hint(sorted(absent), shown)}", err=True)
-    if damaged:
-        sys.exit(2)
-    if missing and figures:
-        sys.exit(1)
-
-
-def _run_hint(experiments: list, results_dir: str) -> str:
-    """The command that makes the experiments' tables in the user's results folder."""
-    command = f"`rvfx run NAME --out {shlex.quote(str(results_dir))}`"
-    return command.replace("NAME", experiments[0]) if len(experiments) == 1 else \
-        f"{command} for NAME in {', '.join(experiments)}"
-
-
-def _unreadable(results_dir: str, experiments, err: Exception) -> str:
-    """Which file of the experiments' tables (or their spec.yaml) cannot be read, and why."""
-    import yaml
-
-    from rvfx.experiment.results import DamagedTable, read_table
-    if isinstance(err, DamagedTable):
-        return str(err)
-    for e in experiments:
-        folder = Path(results_dir) / e
-        for path in [*sorted(folder.glob("*.csv")), folder / "spec.yaml"]:
-            try:
-                read_table(path) if path.suffix == ".csv" else yaml.safe_load(path.read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                continue
-            except _unreadable_tables() as bad:
-                return f"{path}: damaged, cannot be read ({type(bad).__name__}: {str(bad).strip().splitlines()[0]})"
-    return f"{', '.join(str(Path(results_dir) / e) for e in experiments)}: a table cannot be read " \
-           f"({type(err).__name__}: {str(err).strip().splitlines()[0]})"
-
-
-def _blas_preflight(dask_address) -> None:
-    """Before any run starts here (not on a remote Dask cluster): NumPy's BLAS works in this
-    environment (rvfx.experiment.blas_check); else one line, exit 2, and nothing written."""
-    from rvfx.experiment.blas_check import blas_problem
-    problem = None if dask_address and not dask_address.startswith("local:") else blas_problem()
-    if problem:
-        _fail(problem, 2)
-
-
-def _preflight(out: str, exp) -> None:
-    """Before any run starts: OUT/<experiment>/ can be made and written (a probe file is written,
-    synced and deleted) and has room for a shard; else one line, exit 2, and nothing computed."""
-    from rvfx.experiment.memory import shard_bytes
-    folder = Path(out) / exp.name
-    blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
-    if blocker is not None:
-        _fail(f"--out {out}: {blocker} is not a directory", 2)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(bytes(4096))
-                f.flush()
-                os.fsync(f.fileno())
-        finally:
-            os.unlink(probe)
-        free = shutil.disk_usage(folder).free
-    except OSError as err:
-        _fail(f"--out {out}: cannot write results in {folder}: {_os_error(err)}", 2)
-    need = max((shard_bytes(r.episodes, r.log) for r in exp.runs), default=0)
-    if free < need:
-        _fail(f"--out {out}: {folder} has {free / 2**20:,.1f} MB free, a run's shard needs about "
-              f"{need / 2**20:,.1f} MB", 2)
+        support.draw(figures, view, out, shown=results_dir)
 
 
 @main.command()
@@ -383,9 +213,9 @@ def report(results_dir, out, claims_path, readme, docs_dir, strict, check):
             click.echo("report: " + ", ".join(str(p) for p in write_files(registry, outcomes, Path(out),
                                                                             scale, pages, modified)))
     except RegistryError as err:
-        _fail(str(err), 2)
-    except _unreadable_tables() as err:
-        _fail(_unreadable(results_dir, _experiments_in(results_dir), err), 2)
+        support.fail(str(err), 2)
+    except support.unreadable_tables() as err:
+        support.fail(support.unreadable_file(results_dir, support.experiments_in(results_dir), err), 2)
     for line in problems:
         click.echo(line, err=True)
     click.echo(summary_line(outcomes))
@@ -412,9 +242,9 @@ def export(results_dir, out, claims_path, scale):
         registry = load_registry(claims_path)
         written = export_tables(registry, Path(results_dir), Path(out), scale)
     except RegistryError as err:
-        _fail(str(err), 2)
-    except _unreadable_tables() as err:
-        _fail(_unreadable(results_dir, _experiments_in(results_dir), err), 2)
+        support.fail(str(err), 2)
+    except support.unreadable_tables() as err:
+        support.fail(support.unreadable_file(results_dir, support.experiments_in(results_dir), err), 2)
     click.echo(f"export: {len(written)} experiment(s) -> {out}" + "".join(f"\n  {p}" for p in written))
 
 
@@ -441,7 +271,7 @@ def docs_(out, check):
         for name, text in pages.items():
             write_atomic_text(Path(out) / name, text)
     except OSError as err:
-        _fail(f"--out {out}: {_os_error(err)}", 2)
+        support.fail(f"--out {out}: {support.os_error(err)}", 2)
     click.echo(f"docs: {len(pages)} reference pages -> {out}")
 
 
@@ -459,7 +289,8 @@ def list_(what, name):
     if name is not None:
         found = entries(what)
         if name not in found:
-            _fail(f"unknown {what[:-1]} {name!r}{did_you_mean(name, found)}; `rvfx list {what}` lists them", 2)
+            support.fail(f"unknown {what[:-1]} {name!r}{did_you_mean(name, found)}; "
+                         f"`rvfx list {what}` lists them", 2)
         click.echo(entry_detail(what, name))
         return
     for section in (what,) if what else LISTED:

@@ -21,7 +21,8 @@ from cli_helpers import CONFIGS, assert_png, invoke  # noqa: E402
 
 from rvfx.agents import AGENTS, make_agent  # noqa: E402
 from rvfx.agents.neural.ensemble import td_step  # noqa: E402
-from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape  # noqa: E402
+from rvfx.agents.neural.mlp import EnsembleMLP, Tape  # noqa: E402
+from rvfx.agents.neural.prior_ensemble import PriorEnsemble  # noqa: E402
 from rvfx.analysis import bsuite as ab  # noqa: E402
 from rvfx.core.live import live, log_grid  # noqa: E402
 from rvfx.envs import bsuite as eb  # noqa: E402

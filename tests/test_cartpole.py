@@ -270,22 +270,6 @@ def test_batch_episode_equals_single_episodes():
     np.testing.assert_allclose(batch.expected_return, [e.expected_return for e in singles], atol=1e-9)
 
 
-def test_draw_strip_writes_png(tmp_path):
-    import matplotlib
-    matplotlib.use("Agg")
-    from rvfx.envs.cartpole.draw import draw_strip
-
-    env = make()
-    tr = env.reset()
-    obs = [tr.new_state]
-    for k in range(60):
-        tr = env.step(2 if (k // 15) % 2 else 0)
-        obs.append(tr.new_state)
-    path = draw_strip(np.array(obs), tmp_path / "strip.png", num_frames=5)
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
-
-
 # --- observation formats (params.observation) ---
 
 def trig_formula(theta, theta_dot, x, x_dot, t):

@@ -21,13 +21,8 @@ import pytest
 import yaml
 from cli_helpers import CONFIGS, invoke
 
-from rvfx.envs.cartpole.dynamics import (
-    CartpoleSwingUp,
-    CartpoleSwingUpBatch,
-    CartpoleSwingUpParams,
-    bsuite_settings,
-    upright,
-)
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch
+from rvfx.envs.cartpole.physics import CartpoleSwingUpParams, bsuite_settings, upright
 from rvfx.experiment.spec import _identity_params, load_spec
 
 NEW_FIELDS = ("x_bound", "x_dot_bounded", "strict_bounds", "terminate_x")

@@ -31,13 +31,13 @@ def test_linearisation_matches_the_upright_rates():
 
 
 def test_reference_controller_swings_up_on_five_seeds():
-    returns = [reference_episode(P, np.random.default_rng(seed))[3] for seed in range(5)]
+    returns = [reference_episode(CartpoleSwingUp(P, np.random.default_rng(seed)))[3] for seed in range(5)]
     assert min(returns) >= 800, returns
 
 
 def test_reference_episode_shapes_and_bookkeeping():
     env = CartpoleSwingUp(P, np.random.default_rng(0))
-    states, actions, rewards, ret = reference_episode(P, np.random.default_rng(0))
+    states, actions, rewards, ret = reference_episode(CartpoleSwingUp(P, np.random.default_rng(0)))
     h = env.horizon
     assert states.shape == (h + 1, 4) and actions.shape == (h,) and rewards.shape == (h,)
     assert ret == pytest.approx(rewards.sum(), abs=1e-9)
@@ -53,15 +53,15 @@ def test_reference_episode_shapes_and_bookkeeping():
 
 @pytest.mark.parametrize("kind", ["trig", "trig_indicators"])
 def test_reference_controller_ignores_the_observation_format(kind):
-    raw = reference_episode(P, np.random.default_rng(4))
-    other = reference_episode(dataclasses.replace(P, observation=kind), np.random.default_rng(4))
+    raw = reference_episode(CartpoleSwingUp(P, np.random.default_rng(4)))
+    other = reference_episode(CartpoleSwingUp(dataclasses.replace(P, observation=kind), np.random.default_rng(4)))
     np.testing.assert_array_equal(raw[0], other[0])
     assert raw[3] == other[3]
 
 
 def test_reference_controller_balances_from_upright():
     p = CartpoleSwingUpParams(start_angle=0.0)
-    ret = reference_episode(p, np.random.default_rng(0))[3]
+    ret = reference_episode(CartpoleSwingUp(p, np.random.default_rng(0)))[3]
     assert ret >= 990
 
 

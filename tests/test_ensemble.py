@@ -6,13 +6,14 @@ import pytest
 
 from rvfx.agents.neural.ensemble import (
     DQNParams,
-    EnsembleBuffer,
     EnsembleParams,
     EnsembleRLSVI,
     make_ensemble_agent,
     td_step,
 )
-from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
+from rvfx.agents.neural.ensemble_buffer import EnsembleBuffer
+from rvfx.agents.neural.mlp import EnsembleMLP, Tape
+from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.representations import DenseVector, OneHotPixels, TableFeatures, representation_for
 from rvfx.core.live import live
 from rvfx.core.transition import Transition

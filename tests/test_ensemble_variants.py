@@ -3,8 +3,10 @@ import numpy as np
 import pytest
 
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics, discounted_returns, recent_indices
-from rvfx.agents.neural.ensemble import EnsembleBuffer, EnsembleParams, make_ensemble_agent, td_step
-from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
+from rvfx.agents.neural.ensemble import EnsembleParams, make_ensemble_agent, td_step
+from rvfx.agents.neural.ensemble_buffer import EnsembleBuffer
+from rvfx.agents.neural.mlp import EnsembleMLP, Tape
+from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.core.live import live
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams

@@ -1,9 +1,12 @@
-"""The NumPy ensemble MLP (rvfx/agents/neural/nn.py): exact gradients, batched == per-member, optimisers,
-prior cache."""
+"""The NumPy ensemble MLP (rvfx/agents/neural/: sparse, mlp, optimisers, prior_ensemble): exact gradients,
+batched == per-member, optimisers, prior cache."""
 import numpy as np
 import pytest
 
-from rvfx.agents.neural.nn import SGD, Adam, EnsembleMLP, PriorEnsemble, SparseRows, Tape, pack, row_sums
+from rvfx.agents.neural.mlp import EnsembleMLP, Tape
+from rvfx.agents.neural.optimisers import SGD, Adam, pack
+from rvfx.agents.neural.prior_ensemble import PriorEnsemble
+from rvfx.agents.neural.sparse import SparseRows, row_sums
 
 
 def numeric_grad(loss, p: np.ndarray, eps: float) -> np.ndarray:
@@ -277,7 +280,7 @@ def test_glorot_default_draws_the_stream_it_always_drew():
 # ------------------------------------------------------------------ block inputs (the deep sea linear basis)
 
 def block_input(rng, B, n_blocks, width, dtype=np.float64, keys=False):
-    from rvfx.agents.neural.nn import BlockInput
+    from rvfx.agents.neural.sparse import BlockInput
     block = rng.integers(0, n_blocks, B)
     values = rng.standard_normal((B, width)).astype(dtype)
     return BlockInput(block, values, np.arange(B) if keys else None)
@@ -287,7 +290,7 @@ def block_input(rng, B, n_blocks, width, dtype=np.float64, keys=False):
 def test_block_input_gradient_matches_finite_differences(hidden):
     """x_b nonzero on one block of `width` rows: the gather-and-weighted-sum layer and its SparseRows gradient
     (unsorted blocks, repeated blocks, ReLU, several members) equal central differences of the dense loss."""
-    from rvfx.agents.neural.nn import BlockInput
+    from rvfx.agents.neural.sparse import BlockInput
     rng = np.random.default_rng(10)
     K, n_blocks, width, A = 3, 4, 3, 2
     net = EnsembleMLP(n_blocks * width, hidden, A, dtype=np.float64, block_size=width)
@@ -381,7 +384,7 @@ def test_block_input_batched_members_equal_per_member_loop(hidden):
 
 def test_keyed_block_inputs_cache_prior_and_target_exactly():
     """With `key_inputs`, the prior table and the per-key target cache equal fresh evaluations."""
-    from rvfx.agents.neural.nn import BlockInput
+    from rvfx.agents.neural.sparse import BlockInput
     rng = np.random.default_rng(14)
     n_keys, n_blocks, width, K, beta = 9, 3, 4, 3, 2.0
     block_of = np.arange(n_keys) // 3

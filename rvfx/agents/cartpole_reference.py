@@ -8,7 +8,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rvfx.envs.cartpole.control import ReferenceAgent
+from rvfx.envs.cartpole.control import ReferenceController
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp
+
+
+class ReferenceAgent:
+    """`ReferenceController` as an agent of Algorithm 1: it reads the true state from `env` and
+    learns nothing; `learn_from_buffer` starts a new episode (the controller pumps again)."""
+
+    def __init__(self, env: CartpoleSwingUp):
+        self.env = env
+        self.controller = ReferenceController(env.params)
+
+    def learn_from_buffer(self) -> None:
+        self.controller.reset()
+
+    def act(self, observation) -> int:
+        return self.controller.act(self.env.state)
+
+    def update_buffer(self, transition) -> None:
+        """Nothing to learn."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Environment registry: name -> (class, parameter dataclass)."""
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
-from rvfx.envs.external import BsuiteParams, GymParams, bsuite_environment, gym_environment
+from rvfx.envs.external import BsuiteParams, GymParams
+from rvfx.envs.extras import bsuite_environment, gym_environment
 from rvfx.envs.four_state import FourStateExample, FourStateParams
 from rvfx.envs.random_mdp import RandomMDP, RandomMDPParams
 

@@ -1,6 +1,5 @@
-"""The `gym` and `bsuite` environment kinds of a spec without their extras: parameters (so specs
-validate anywhere) and registry factories, which import the extra (rvfx.envs.gym,
-rvfx.envs.bsuite) when a run starts."""
+"""The parameters of the `gym` and `bsuite` environment kinds, without their extras, so that specs
+naming them validate anywhere (their factories: rvfx.envs.extras)."""
 from __future__ import annotations
 
 import json
@@ -46,26 +45,3 @@ def json_object(text: str, name: str) -> dict:
     if not isinstance(value, dict):
         raise ValueError(f"{name}: expected a JSON object, got {text!r}")
     return value
-
-
-def missing_extra(module: str, extra: str) -> ImportError:
-    """The error for an environment kind used without its extra."""
-    return ImportError(f"{module} is not installed: pip install 'rvfx[{extra}]'")
-
-
-def gym_environment(params: GymParams, rng):
-    """Registry factory of the `gym` kind: a Gymnasium environment as an rvfx one."""
-    try:
-        from rvfx.envs.gym import GymEnvironment
-    except ModuleNotFoundError as err:
-        raise missing_extra(err.name, "gym") from err
-    return GymEnvironment(params, rng)
-
-
-def bsuite_environment(params: BsuiteParams, rng):
-    """Registry factory of the `bsuite` kind: a bsuite (dm_env) environment as an rvfx one."""
-    try:
-        from rvfx.envs.bsuite import BsuiteEnvironment
-    except ModuleNotFoundError as err:
-        raise missing_extra(err.name, "bsuite") from err
-    return BsuiteEnvironment(params, rng)

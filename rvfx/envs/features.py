@@ -9,20 +9,18 @@ instance's ``right_action``.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
 from rvfx.core.backward_induction import backward_induction
 
-if TYPE_CHECKING:
-    from rvfx.envs.deep_sea import DeepSea
-
 Basis = Literal["random_unit", "orthonormal"]
 
 
-def optimal_q(env: DeepSea, treasure: bool | None = None) -> np.ndarray:
-    """Q*_h(s, a) of a deep-sea instance, shape (N, N, 2), by backward induction (Algorithm 2).
+def optimal_q(env, treasure: bool | None = None) -> np.ndarray:
+    """Q*_h(s, a) of a deep-sea instance (`rvfx.envs.deep_sea.DeepSea`), shape (N, N, 2), by backward
+    induction (Algorithm 2).
 
     Rewards come from ``env.mean_reward``; moves mirror ``DeepSea.step`` (right:
     col + 1, left: col - 1, clipped). ``treasure`` sets the chest's sign (+1 or -1)
@@ -54,7 +52,7 @@ def _unit_columns(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=0, keepdims=True)
 
 
-def coherent_basis(env: DeepSea, M: int, rng: np.random.Generator,
+def coherent_basis(env, M: int, rng: np.random.Generator,
                    basis: Basis = "random_unit") -> np.ndarray:
     """Per-row unit features spanning a random subspace that contains Q* (Section 7.1.2).
 

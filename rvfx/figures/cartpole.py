@@ -25,9 +25,9 @@ from rvfx.analysis.curves import (
     swept,
 )
 from rvfx.analysis.final_return import LEARNT_RETURN
-from rvfx.envs.cartpole.draw import draw_cartpole
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams
 from rvfx.experiment.results import env_params, load_or_derive, load_spec_value, load_table
+from rvfx.figures.cartpole_draw import draw_cartpole
 from rvfx.figures.common import agent_params, band, plt, save, write_table
 
 

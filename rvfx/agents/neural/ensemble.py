@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import numpy as np
 
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics
-from rvfx.agents.neural.nn import EnsembleMLP, PriorEnsemble, Tape
+from rvfx.agents.neural.ensemble_buffer import EnsembleBuffer, Mask
+from rvfx.agents.neural.mlp import EnsembleMLP, Tape
+from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.representations import FiniteCodes, Representation, RepresentationKind, representation_for
+from rvfx.agents.neural.td import bootstrap_values, td_errors
 from rvfx.agents.tabular.base import greedy_policy
 from rvfx.core.protocols import ProbeStates
-
-Mask = Literal["bootstrap", "gaussian", "none"]
 
 
 @dataclass(frozen=True)
@@ -108,89 +109,6 @@ class DQNParams(EnsembleParams):
         "added_later": True, "doc": "live: DQN acts with the weights it is training (episode: a per-episode copy)"})
 
 
-class Batch(NamedTuple):
-    """A minibatch of B transitions shared by the members, with each member's perturbation.
-
-    `reward` is (B,), or (K, B) with member k's Gaussian noise added; `weight` is
-    (K, B) bootstrap weights, or None (all ones); `prior`, `next_prior` (K, B, A)
-    are the stored prior-network values of s and s', or None.
-    """
-    code: np.ndarray
-    action: np.ndarray
-    reward: np.ndarray
-    discount: np.ndarray
-    next_code: np.ndarray
-    weight: np.ndarray | None
-    prior: np.ndarray | None = None
-    next_prior: np.ndarray | None = None
-
-
-class EnsembleBuffer:
-    """`ensemble_buffer`: one FIFO ring of compact transitions shared by the K members.
-
-    ensemble_buffer[k] of Algorithms 6-7 is this ring seen through member k's
-    perturbation, drawn once when the transition is enqueued and fixed after:
-    "bootstrap" keeps a bit m_t^k ~ Unif{0,1} and weighs the transition 2 m_t^k
-    (double-or-nothing: a uniform draw weighted so is a draw from
-    ensemble_buffer[k], up to scale); "gaussian" keeps z_t^k ~ N(0, noise_scale^2)
-    added to r_t. A minibatch is B uniform draws with replacement, shared by
-    the members (as in the authors' bootstrapped DQN), each seeing it through
-    its own perturbation.
-    """
-
-    def __init__(self, capacity: int, num_members: int, code_shape: tuple, code_dtype,
-                 rng: np.random.Generator, mask: Mask = "bootstrap", noise_scale: float = 0.0,
-                 prior_actions: int = 0):
-        self.capacity, self.K, self.rng = capacity, num_members, rng
-        self.noise_scale = float(noise_scale)
-        self.code = np.zeros((capacity, *code_shape), code_dtype)
-        self.next_code = np.zeros((capacity, *code_shape), code_dtype)
-        self.action = np.zeros(capacity, np.intp)
-        self.reward = np.zeros(capacity, np.float32)
-        self.discount = np.zeros(capacity, np.float32)
-        self.mask = np.zeros((capacity, num_members), bool) if mask == "bootstrap" else None
-        self.noise = np.zeros((capacity, num_members), np.float32) if mask == "gaussian" else None
-        # With prior_actions = A, the fixed prior values of s and s' are stored too (dense inputs:
-        # one small forward per step at enqueue instead of two minibatch forwards per SGD step).
-        shape = (capacity, num_members, prior_actions)
-        self.prior = np.zeros(shape, np.float32) if prior_actions else None
-        self.next_prior = np.zeros(shape, np.float32) if prior_actions else None
-        self.size = 0
-        self._next = 0
-
-    def add(self, code, action: int, reward: float, next_code, discount: float,
-            prior=None, next_prior=None) -> None:
-        """Enqueue (s, a, r, s', discount) with its K perturbations, overwriting the oldest when full."""
-        i = self._next
-        if self.prior is not None:
-            self.prior[i] = prior
-            self.next_prior[i] = next_prior
-        self.code[i] = code
-        self.next_code[i] = next_code
-        self.action[i] = action
-        self.reward[i] = reward
-        self.discount[i] = discount
-        if self.mask is not None:
-            self.mask[i] = self.rng.random(self.K) < 0.5                       # Algorithm 7
-        elif self.noise is not None:
-            self.noise[i] = self.noise_scale * self.rng.standard_normal(self.K)  # Algorithm 6
-        self._next = (i + 1) % self.capacity
-        self.size = min(self.size + 1, self.capacity)
-
-    def sample(self, batch_size: int) -> Batch:
-        idx = self.rng.integers(0, self.size, batch_size)
-        reward = self.reward[idx]
-        weight = None
-        if self.mask is not None:
-            weight = np.multiply(self.mask[idx].T, np.float32(2.0), dtype=np.float32)   # 2 m_t^k
-        elif self.noise is not None:
-            reward = reward + self.noise[idx].T
-        priors = (None, None) if self.prior is None else \
-            (self.prior[idx].transpose(1, 0, 2), self.next_prior[idx].transpose(1, 0, 2))
-        return Batch(self.code[idx], self.action[idx], reward, self.discount[idx],
-                     self.next_code[idx], weight, *priors)
-
-
 def td_step(ensemble: PriorEnsemble, tape: Tape, x: np.ndarray, action: np.ndarray,
             reward: np.ndarray, discount: np.ndarray, x_next: np.ndarray, weight: np.ndarray | None,
             x_index: np.ndarray | None = None, next_index: np.ndarray | None = None,
@@ -211,31 +129,28 @@ def td_step(ensemble: PriorEnsemble, tape: Tape, x: np.ndarray, action: np.ndarr
     pass that `backward` reads overwrites them: one set of activation buffers, not two, stays in cache.
     """
     q_next = ensemble.value(x_next, target=True, tape=tape, prior=next_prior)   # (K, U', A), tape scratch
-    A = q_next.shape[2]
-    if double:
-        best = ensemble.value(x_next, prior=next_prior).argmax(axis=2)         # online argmax, (K, U')
-        v_next = np.take_along_axis(q_next, best[:, :, None], axis=2)[:, :, 0]
-    else:
-        v_next = q_next[:, :, 0].copy()                 # max over a few actions: a loop of
-        for a in range(1, A):                            # maximum is ~20x faster than .max(axis=2)
-            np.maximum(v_next, q_next[:, :, a], out=v_next)
+    online_next = ensemble.value(x_next, prior=next_prior) if double else None
+    v_next = bootstrap_values(q_next, online_next)
     q = ensemble.value(x, tape=tape, prior=prior)                        # (K, U, A)
-    K, U = q.shape[:2]
-    B = action.shape[0]
-    y = v_next if next_index is None else v_next[:, next_index]          # (K, B)
-    y *= discount
-    y += reward
-    members = np.arange(K)[:, None]
-    rows = np.arange(B) if x_index is None else x_index
-    delta = q[members, rows, action]
-    delta -= y
+    _, delta = td_errors(q, action, reward, discount, v_next, x_index, next_index)
+    K, B = delta.shape
     g = delta if weight is None else delta * weight
     loss = 0.5 * float(np.vdot(g, delta)) / (B * K)
     g *= 1.0 / B
+    ensemble.apply_gradient(tape, value_gradient(tape, g, action, x_index, q))
+    return loss
+
+
+def value_gradient(tape: Tape, g: np.ndarray, action: np.ndarray, x_index: np.ndarray | None,
+                   q: np.ndarray) -> np.ndarray:
+    """dL/dQ for the values q (K, U, A), like q, in `tape`'s scratch: g[k, b] (K, B) at the value Q_k(s_b, a_b)
+    it weighs, zero elsewhere; with `x_index`, the samples b of one state u and action a summed."""
+    K, U, A = q.shape
+    B = action.shape[0]
     dout = tape.buf("dout", (U, K, A), q.dtype).transpose(1, 0, 2)      # (U, K, A) memory
     if x_index is None:
         dout.fill(0.0)
-        dout[members, rows, action] = g
+        dout[np.arange(K)[:, None], np.arange(B), action] = g
     else:                       # dout[k, u, a] = sum of g[k, b] over samples b of state u and action a
         onehot = tape.buf("onehot", (B, U * A), q.dtype)
         onehot.fill(0.0)
@@ -243,8 +158,7 @@ def td_step(ensemble: PriorEnsemble, tape: Tape, x: np.ndarray, action: np.ndarr
         dsum = tape.buf("dsum", (U * A, K), q.dtype)
         np.matmul(onehot.T, g.T, out=dsum)
         dout.transpose(1, 2, 0)[...] = dsum.reshape(U, A, K)
-    ensemble.apply_gradient(tape, dout)
-    return loss
+    return dout
 
 
 class EnsembleRLSVI:

@@ -5,7 +5,7 @@ A representation splits the job in two so the replay buffer stays small:
 or a short float vector), and `inputs(codes)` builds the network input only when
 a minibatch is drawn. `index_input` says the input is a one-hot vector given by
 its index (`input_dim` wide), which the network reads as a row gather;
-`block_size` > 0 says the input is a `rvfx.agents.neural.nn.BlockInput`, nonzero on one block of
+`block_size` > 0 says the input is a `rvfx.agents.neural.sparse.BlockInput`, nonzero on one block of
 that many consecutive coordinates, which the network reads as a gather of those
 rows of W_1 and a weighted sum.
 
@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from rvfx.agents.neural.nn import BlockInput
+from rvfx.agents.neural.sparse import BlockInput
 from rvfx.core.protocols import Layered, LinearFeatures, OwnNetworkInput, VectorObservations
 
 RepresentationKind = Literal["observation", "linear_basis"]

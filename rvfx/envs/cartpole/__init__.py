@@ -1,1 +1,1 @@
-"""Cartpole swing-up (Section 7.2.2): dynamics, a reference controller, greedy rollouts, drawing."""
+"""Cartpole swing-up (Section 7.2.2): physics, the environments, a reference controller, greedy rollouts."""

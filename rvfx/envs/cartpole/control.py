@@ -21,8 +21,7 @@ import math
 import numpy as np
 import scipy.linalg
 
-from rvfx.core.live import episode
-from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams, euler_step, physics_constants, upright
+from rvfx.envs.cartpole.physics import CartpoleSwingUpParams, euler_step, physics_constants, upright
 
 
 def wrap_pi(theta: float) -> float:
@@ -131,38 +130,17 @@ class ReferenceController:
         return self.to_action(self.balance_force(state) if self.balancing else self.pump_force(state))
 
 
-class ReferenceAgent:
-    """`ReferenceController` as an agent of Algorithm 1: it reads the true state from `env` and
-    learns nothing; `learn_from_buffer` starts a new episode (the controller pumps again)."""
-
-    def __init__(self, env: CartpoleSwingUp):
-        self.env = env
-        self.controller = ReferenceController(env.params)
-
-    def learn_from_buffer(self) -> None:
-        self.controller.reset()
-
-    def act(self, observation) -> int:
-        return self.controller.act(self.env.state)
-
-    def update_buffer(self, transition) -> None:
-        """Nothing to learn."""
-
-
-def reference_episode(params: CartpoleSwingUpParams, rng: np.random.Generator
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """One episode of `ReferenceController` from `CartpoleSwingUp(params, rng).reset()`.
+def reference_episode(env) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """One episode of a new `ReferenceController` on `env` (a `CartpoleSwingUp`) from its `reset()`.
 
     Returns (states (H+1, 4): s_0 .. s_H as (θ, θ̇, x, ẋ), actions (H,), rewards (H,), return).
     """
-    env = CartpoleSwingUp(params, rng)
-    states, actions, rewards = [], [], []
-
-    def record(transition):
+    controller = ReferenceController(env.params)
+    transition = env.reset()
+    states, actions, rewards = [env.state], [], []
+    while not transition.ends_episode:
+        transition = env.step(controller.act(env.state))
         states.append(env.state)
-        if transition.action is not None:
-            actions.append(transition.action)
-            rewards.append(transition.reward)
-
-    episode(ReferenceAgent(env), env, on_transition=record)
+        actions.append(transition.action)
+        rewards.append(transition.reward)
     return np.array(states), np.array(actions), np.array(rewards), float(sum(rewards))

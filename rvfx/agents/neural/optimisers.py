@@ -1,0 +1,114 @@
+"""The optimisers of the SGD steps (Algorithm 8): SGD and Adam, in place, lazy on sparse rows.
+
+Dense parameters are updated as one flat buffer (`pack`): one pass per step instead of one call
+per small tensor. A `SparseRows` gradient updates only its rows.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from rvfx.agents.neural.sparse import SparseRows
+
+
+def pack(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Copy `arrays` into one flat buffer; return it and views shaped like the originals.
+
+    An optimiser then updates all of them in one pass instead of one call per small tensor.
+    """
+    flat = np.empty(sum(a.size for a in arrays), arrays[0].dtype)
+    views, i = [], 0
+    for a in arrays:
+        v = flat[i:i + a.size].reshape(a.shape)
+        v[...] = a
+        views.append(v)
+        i += a.size
+    return flat, views
+
+
+class SGD:
+    """theta <- theta - lr * grad; a `SparseRows` gradient touches only its rows (exact)."""
+
+    def __init__(self, params: list[np.ndarray], learning_rate: float):
+        self.lr = float(learning_rate)
+
+    def step(self, params: list[np.ndarray], grads: list) -> None:
+        lr = self.lr
+        for p, g in zip(params, grads):
+            if isinstance(g, SparseRows):
+                p[g.rows] -= lr * g.values
+            else:
+                g *= lr
+                p -= g
+
+
+class Adam:
+    """Adam (Kingma & Ba, 2015) with bias correction, in place; gradients are consumed (used as scratch).
+
+    The moments are kept unnormalised, m~ = m / (1 - b1) and v~ = v / (1 - b2), so each
+    update is m~ <- b1 m~ + g and v~ <- b2 v~ + g^2 (two passes fewer per step than the
+    textbook form, whose constants move into the step size and epsilon; the same update
+    up to rounding, see `step`).
+
+    For a `SparseRows` gradient only the rows seen in the minibatch update their
+    moments and weights (the "lazy"/SparseAdam rule of TF and PyTorch), so the
+    cost of a one-hot layer follows the batch, not N^2; other rows keep their
+    weights and moments until they are seen again. Rows given as runs of consecutive
+    rows (block inputs touch whole blocks) are updated in place on slices; scattered
+    rows are gathered, updated and scattered back. Both do the same arithmetic.
+    """
+
+    def __init__(self, params: list[np.ndarray], learning_rate: float,
+                 b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
+        self.lr, self.b1, self.b2, self.eps = float(learning_rate), float(b1), float(b2), float(eps)
+        self.m = [np.zeros_like(p) for p in params]      # m / (1 - b1)
+        self.v = [np.zeros_like(p) for p in params]      # v / (1 - b2)
+        self.t = 0
+
+    def _update(self, p, g, m, v, step: float, eps: float) -> None:
+        """theta -= step * m~ / (sqrt(v~) + eps) after the moment updates, all in place; g is overwritten."""
+        m *= self.b1                            # m~ <- b1 m~ + g
+        m += g
+        g *= g
+        v *= self.b2                            # v~ <- b2 v~ + g^2
+        v += g
+        np.sqrt(v, out=g)
+        g += eps
+        np.divide(m, g, out=g)
+        g *= step
+        p -= g
+
+    def step(self, params: list[np.ndarray], grads: list) -> None:
+        self.t += 1
+        b1, b2 = self.b1, self.b2
+        # theta -= lr m_hat / (sqrt(v_hat) + eps), m_hat = (1 - b1) m~ / c1, v_hat = (1 - b2) v~ / c2, is
+        # theta -= step * m~ / (sqrt(v~) + eps * r), r = sqrt(c2 / (1 - b2)), step = lr (1 - b1) r / c1.
+        c1, c2 = 1.0 - b1 ** self.t, 1.0 - b2 ** self.t
+        r = math.sqrt(c2 / (1.0 - b2))
+        step = self.lr * (1.0 - b1) * r / c1
+        eps_scaled = self.eps * r
+        for p, g, m, v in zip(params, grads, self.m, self.v):
+            if not isinstance(g, SparseRows):
+                self._update(p, g, m, v, step, eps_scaled)
+                continue
+            rows, gv = g.rows, g.values                   # m, v, theta of the rows seen only
+            if rows.shape[0] == 0:
+                continue
+            if g.runs is not None:                        # runs of consecutive rows: slices, no gather
+                for a, b in g.runs:
+                    lo, hi = int(rows[a]), int(rows[b - 1]) + 1
+                    self._update(p[lo:hi], gv[a:b], m[lo:hi], v[lo:hi], step, eps_scaled)
+                continue
+            pr, mr, vr = p[rows], m[rows], v[rows]        # scattered rows: update gathered copies
+            self._update(pr, gv, mr, vr, step, eps_scaled)
+            p[rows], m[rows], v[rows] = pr, mr, vr
+
+
+def make_optimizer(name: str, params: list[np.ndarray], learning_rate: float):
+    if name == "adam":
+        return Adam(params, learning_rate)
+    if name == "sgd":
+        return SGD(params, learning_rate)
+    raise ValueError(f"unknown optimizer {name!r} (adam, sgd)")
