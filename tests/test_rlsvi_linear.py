@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams, backward_solve
+from rvfx.agents.linear.rlsvi import SOLVE_ERRSTATE, LinearRLSVI, LinearRLSVIParams, backward_solve, solve_into
 from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.core.live import live
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
@@ -120,6 +120,43 @@ def test_rowwise_perturbed_solve_equals_full_dimensional_ridge_solution():
     np.testing.assert_allclose(theta, full, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(q.reshape(5, 5, 2), np.einsum("hsam,hm->hsa", phi, theta), atol=1e-12)
 
+
+
+def reference_backward_solve(phi_rows, gram, targets, next_sum, prior, v, lam, num_actions):
+    """backward_solve as first written: np.linalg.solve on fresh per-row arrays (a byte-identity reference)."""
+    H, SA, M = phi_rows.shape
+    theta, q, v_next = np.empty((H, M)), np.empty((H, SA)), np.zeros(next_sum.shape[2])
+    for h in range(H - 1, -1, -1):
+        rhs = (targets[h] + next_sum[h] @ v_next) / v + prior[h] / lam
+        theta[h] = np.linalg.solve(gram[h] / v + np.eye(M) / lam, rhs)
+        q[h] = phi_rows[h] @ theta[h]
+        v_next = q[h].reshape(-1, num_actions).max(axis=1)
+    return theta, q
+
+
+@pytest.mark.parametrize("M", [1, 3, 20, 90])
+def test_backward_solve_is_bit_identical_to_np_linalg_solve_per_row(M):
+    """The reused system buffer and the direct gufunc call change no bit: same products, same dgesv."""
+    H, S, A = 6, 7, 2
+    rng = np.random.default_rng(M)
+    phi_rows = rng.normal(size=(H, S * A, M))
+    X = rng.normal(size=(H, 3 * M, M))
+    gram = X.transpose(0, 2, 1) @ X
+    targets, next_sum, prior = rng.normal(size=(H, M)), rng.random((H, M, S)), rng.normal(size=(H, M))
+    got = backward_solve(phi_rows, gram, targets, next_sum, prior, 0.01, 100.0, A)
+    want = reference_backward_solve(phi_rows, gram, targets, next_sum, prior, 0.01, 100.0, A)
+    for g, w in zip(got, want):
+        assert g.tobytes() == w.tobytes()
+
+
+def test_solve_into_matches_np_linalg_solve_and_refuses_a_singular_system():
+    rng = np.random.default_rng(0)
+    a, b, out = rng.normal(size=(12, 12)), rng.normal(size=12), np.empty(12)
+    with np.errstate(**SOLVE_ERRSTATE):
+        solve_into(a, b, out)
+    assert out.tobytes() == np.linalg.solve(a, b).tobytes()
+    with pytest.raises(np.linalg.LinAlgError), np.errstate(**SOLVE_ERRSTATE):
+        solve_into(np.zeros((3, 3)), np.ones(3), np.empty(3))
 
 # (d) One regression step of learn_grlsvi samples the posterior of eq. 5.3.
 

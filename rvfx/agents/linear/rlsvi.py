@@ -34,6 +34,28 @@ from rvfx.envs.features import misspecify, one_hot_basis
 Perturbation = Literal["none", "gaussian", "bootstrap"]
 
 
+def _singular(err, flag):
+    raise np.linalg.LinAlgError("Singular matrix")
+
+
+# np.linalg.solve's floating-point handling: a singular system raises, over/underflow is LAPACK's own
+SOLVE_ERRSTATE = {"call": _singular, "invalid": "call", "over": "ignore", "divide": "ignore", "under": "ignore"}
+try:        # the gufunc np.linalg.solve calls for one right-hand side, without its ~5 us of checks per call
+    from numpy.linalg._umath_linalg import solve1 as _solve1
+except ImportError:         # pragma: no cover - a NumPy without it: the public function, same LAPACK call
+    _solve1 = None
+
+
+def solve_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out = np.linalg.solve(a, b) for float64 a (M, M) and b (M,), the same bits (the same gufunc,
+    LAPACK's dgesv), inside `np.errstate(**SOLVE_ERRSTATE)`: the linear backward pass calls it N
+    times an episode, where np.linalg.solve's argument checks cost as much as a small solve."""
+    if _solve1 is None:
+        out[...] = np.linalg.solve(a, b)
+    else:
+        _solve1(a, b, out=out, signature="dd->d")
+
+
 @dataclass(frozen=True)
 class LinearRLSVIParams:
     v: Expr = field(default=0.01, metadata={"names": ("H", "M"), "gt": 0.0,
@@ -71,17 +93,26 @@ def backward_solve(phi_rows: np.ndarray, gram: np.ndarray, targets: np.ndarray, 
     phi_rows (H, S*A, M); gram (H, M, M) = X_h^T X_h; targets (H, M) = X_h^T (r + z);
     next_sum (H, M, S) = sum phi_t e(s'_t)^T; prior (H, M) = theta_hat. Returns theta
     (H, M) and Q (H, S*A).
+
+    Each row's system is built in one reused M x M buffer (per row, not as (H, M, M) temporaries:
+    at M = 160 those leave the cache) and solved by `solve_into`, LAPACK's gesv as np.linalg.solve
+    calls it.
     """
     H, SA, M = phi_rows.shape
     ridge = np.eye(M) / lam
+    prior_term = prior / lam
     theta = np.empty((H, M))
+    system = np.empty((M, M))
 
     def backup(h, v_next):
-        rhs = (targets[h] + next_sum[h] @ v_next) / v + prior[h] / lam
-        theta[h] = np.linalg.solve(gram[h] / v + ridge, rhs)   # per row: no (H, M, M) temporaries
+        rhs = (targets[h] + next_sum[h] @ v_next) / v + prior_term[h]
+        np.divide(gram[h], v, out=system)
+        np.add(system, ridge, out=system)
+        solve_into(system, rhs, theta[h])
         return (phi_rows[h] @ theta[h]).reshape(-1, num_actions)
 
-    q = backward_induction(backup, H, np.zeros(next_sum.shape[2]))
+    with np.errstate(**SOLVE_ERRSTATE):
+        q = backward_induction(backup, H, np.zeros(next_sum.shape[2]))
     return theta, q.reshape(H, SA)
 
 
@@ -129,7 +160,7 @@ class LinearRLSVI(QPolicy):
         (h, s), a = transition.old_state, transition.action
         r = transition.reward
         x = self._phi_rows[h, s * self.A + a]
-        self.gram[h] += np.outer(x, x)
+        self.gram[h] += x[:, None] * x                  # np.outer's product, without its checks
         self.target_sum[h] += r * x
         if transition.new_state is not None:
             self.next_sum[h, :, transition.new_state[1]] += x
