@@ -4,6 +4,7 @@ import pytest
 
 from rvfx.agents.linear.rlsvi import SOLVE_ERRSTATE, LinearRLSVI, LinearRLSVIParams, backward_solve, solve_into
 from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
+from rvfx.core.backward_induction import backward_induction
 from rvfx.core.live import live
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.features import coherent_basis
@@ -123,15 +124,15 @@ def test_rowwise_perturbed_solve_equals_full_dimensional_ridge_solution():
 
 
 def reference_backward_solve(phi_rows, gram, targets, next_sum, prior, v, lam, num_actions):
-    """backward_solve as first written: np.linalg.solve on fresh per-row arrays (a byte-identity reference)."""
-    H, SA, M = phi_rows.shape
-    theta, q, v_next = np.empty((H, M)), np.empty((H, SA)), np.zeros(next_sum.shape[2])
-    for h in range(H - 1, -1, -1):
+    """backward_solve as first written (a byte-identity reference): np.linalg.solve on fresh arrays."""
+    theta = np.empty(prior.shape)
+
+    def backup(h, v_next):
         rhs = (targets[h] + next_sum[h] @ v_next) / v + prior[h] / lam
-        theta[h] = np.linalg.solve(gram[h] / v + np.eye(M) / lam, rhs)
-        q[h] = phi_rows[h] @ theta[h]
-        v_next = q[h].reshape(-1, num_actions).max(axis=1)
-    return theta, q
+        theta[h] = np.linalg.solve(gram[h] / v + np.eye(prior.shape[1]) / lam, rhs)
+        return (phi_rows[h] @ theta[h]).reshape(-1, num_actions)
+
+    return theta, backward_induction(backup, len(prior), np.zeros(next_sum.shape[2])).reshape(phi_rows.shape[:2])
 
 
 @pytest.mark.parametrize("M", [1, 3, 20, 90])
