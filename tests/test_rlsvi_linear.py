@@ -101,6 +101,20 @@ def test_agent_lsvi_equals_full_dimensional_ridge_solution():
     np.testing.assert_allclose(agent.theta, full, rtol=1e-9, atol=1e-9)
 
 
+def row_statistics(phi, transitions, z=None):
+    """Gram, X^T (r + z), next-state sums and counts of each row, one transition at a time."""
+    H, S, A, M = phi.shape
+    gram, targets, next_sum, count = np.zeros((H, M, M)), np.zeros((H, M)), np.zeros((H, M, S)), np.zeros((H, S, A))
+    for i, t in enumerate(transitions):
+        h, x = t.old_state[0], phi[t.old_state + (t.action,)]
+        gram[h] += np.outer(x, x)
+        targets[h] += (t.reward + (0.0 if z is None else z[i])) * x
+        if t.new_state is not None:
+            next_sum[h, :, t.new_state[1]] += x
+        count[t.old_state + (t.action,)] += 1.0
+    return gram, targets, next_sum, count
+
+
 def test_rowwise_perturbed_solve_equals_full_dimensional_ridge_solution():
     env = make_env(5, reward_noise=0.5)
     data = random_episodes(env, 25, np.random.default_rng(0))
@@ -109,13 +123,7 @@ def test_rowwise_perturbed_solve_equals_full_dimensional_ridge_solution():
     z = np.sqrt(v) * rng.standard_normal(len(data))
     theta_hat = np.sqrt(lam) * rng.standard_normal(5 * 4)
     full = full_ridge_rlsvi(env, phi, data, z, theta_hat, v, lam)
-    gram, targets, next_sum = np.zeros((5, 4, 4)), np.zeros((5, 4)), np.zeros((5, 4, 5))
-    for t, zt in zip(data, z):
-        h, x = t.old_state[0], phi[t.old_state + (t.action,)]
-        gram[h] += np.outer(x, x)
-        targets[h] += (t.reward + zt) * x
-        if t.new_state is not None:
-            next_sum[h, :, t.new_state[1]] += x
+    gram, targets, next_sum, _ = row_statistics(phi, data, z)
     theta, q = backward_solve(phi.reshape(5, 10, 4), gram, targets, next_sum,
                               theta_hat.reshape(5, 4), v, lam, 2)
     np.testing.assert_allclose(theta, full, rtol=1e-9, atol=1e-9)
@@ -235,6 +243,25 @@ def test_state_does_not_grow_with_history(perturbation):
     before = _state_bytes(agent)
     live(agent, env, 400)
     assert _state_bytes(agent) == before and agent.steps == 405 * 6
+
+
+@pytest.mark.parametrize("M", [6, 40])          # Gram updates as one product, and one at a time
+def test_batched_folds_give_the_bytes_of_one_transition_at_a_time(M):
+    """Rows repeating within an episode, episodes cut short, a fit mid-episode: the statistics the
+    agent folds in batches are, bit for bit, those of adding each transition as it comes."""
+    env = make_env(5, reward_noise=0.7)
+    rng = np.random.default_rng(4)
+    data = random_episodes(env, 30, rng)
+    data = [t._replace(old_state=(int(rng.integers(5)), t.old_state[1])) for t in data]   # rows in any order
+    agent = LinearRLSVI(env, np.random.default_rng(1), LinearRLSVIParams(M=M), "gaussian")
+    for i, t in enumerate(data):
+        agent.update_buffer(t)
+        if i == 77:
+            agent.learn_from_buffer()                  # a fit while transitions are pending
+    agent.learn_from_buffer()
+    want = row_statistics(agent.phi, data)
+    for got, expected in zip((agent.gram, agent.target_sum, agent.next_sum, agent.count), want):
+        assert got.tobytes() == expected.tobytes()
 
 
 def test_params_build_from_spec_values_and_reject_bad_ones():

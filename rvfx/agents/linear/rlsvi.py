@@ -32,6 +32,7 @@ from rvfx.core.expressions import Expr, evaluate
 from rvfx.envs.features import misspecify, one_hot_basis
 
 Perturbation = Literal["none", "gaussian", "bootstrap"]
+FOLD_GRAMS_AT_ONCE = 32     # up to this M, a batch's Gram updates are one (k, M, M) product
 
 
 def _singular(err, flag):
@@ -144,11 +145,13 @@ class LinearRLSVI(QPolicy):
         self.prior_mean = evaluate(params.prior_mean, names)
         if not (self.v > 0 and self.lam > 0):
             raise ValueError(f"v and lam must be > 0, got v={self.v}, lam={self.lam}")
-        # Sufficient statistics, per row h.
+        # Sufficient statistics, per row h (none/gaussian: the bootstrap fits on resamples of its store)
         self.gram = np.zeros((self.H, M, M))              # X_h^T X_h
         self.target_sum = np.zeros((self.H, M))           # X_h^T r
         self.next_sum = np.zeros((self.H, M, self.S))     # sum_t phi_t e(s'_t)^T
         self.count = np.zeros((self.H, self.S, self.A))   # n_h(s, a): square root of the Gram
+        self._pending: list[tuple] = []                     # (h, s, a, r, s' or -1) not yet folded in
+        self._pending_rows: set[int] = set()
         self.steps = 0
         # resampling needs every transition
         self.store = TransitionStore(env.shape) if perturbation == "bootstrap" else None
@@ -156,18 +159,40 @@ class LinearRLSVI(QPolicy):
         self.set_q(np.zeros((self.H, self.S, self.A)))
 
     def update_buffer(self, transition) -> None:
-        """Fold one transition into the row statistics: O(M^2), independent of the history."""
-        (h, s), a = transition.old_state, transition.action
-        r = transition.reward
-        x = self._phi_rows[h, s * self.A + a]
-        self.gram[h] += x[:, None] * x                  # np.outer's product, without its checks
-        self.target_sum[h] += r * x
-        if transition.new_state is not None:
-            self.next_sum[h, :, transition.new_state[1]] += x
-        self.count[h, s, a] += 1.0
+        """Record one transition. `bootstrap` only stores it (it fits on resamples of the store);
+        `none`/`gaussian` fold it into the row statistics, O(M^2) and independent of the history, a
+        batch at a time (`_fold`): at the episode's end, before a fit, or when its row comes again."""
         self.steps += 1
         if self.store is not None:
             self.store.add(transition)
+            return
+        (h, s), a = transition.old_state, transition.action
+        if h in self._pending_rows:
+            self._fold()
+        self._pending.append((h, s, a, transition.reward,
+                              -1 if transition.new_state is None else transition.new_state[1]))
+        self._pending_rows.add(h)
+        if transition.ends_episode:
+            self._fold()
+
+    def _fold(self) -> None:
+        """Add the pending transitions to their rows' statistics, one row each, so every entry gets the
+        sum it would get one transition at a time (gram[h] + x x^T, target_sum[h] + r x, ...)."""
+        if not self._pending:
+            return
+        h, s, a, r, nxt = (np.array(column) for column in zip(*self._pending))
+        self._pending.clear()
+        self._pending_rows.clear()
+        x = self._phi_rows[h, s * self.A + a]                     # (k, M): one row of phi per transition
+        if self.M <= FOLD_GRAMS_AT_ONCE:
+            self.gram[h] += x[:, :, None] * x[:, None, :]
+        else:                   # a (k, M, M) temporary would leave the cache: one product at a time
+            for i, row in enumerate(h.tolist()):
+                self.gram[row] += x[i, :, None] * x[i]
+        self.target_sum[h] += r[:, None] * x
+        has_next = nxt >= 0
+        self.next_sum[h[has_next], :, nxt[has_next]] += x[has_next]
+        self.count[h, s, a] += 1.0
 
     def _bootstrap_statistics(self):
         """Row statistics of a with-replacement resample of all stored transitions (eq. 5.6)."""
@@ -182,6 +207,7 @@ class LinearRLSVI(QPolicy):
 
     def learn_from_buffer(self) -> None:
         """`learn_lsvi` / `learn_grlsvi` / `learn_brlsvi` (Algorithms 3-4, eqs. 5.4-5.6)."""
+        self._fold()
         if self.perturbation == "bootstrap":
             gram, targets, next_sum = self._bootstrap_statistics()
         else:
