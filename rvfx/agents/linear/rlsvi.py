@@ -151,7 +151,7 @@ class LinearRLSVI(QPolicy):
         self.next_sum = np.zeros((self.H, M, self.S))     # sum_t phi_t e(s'_t)^T
         self.count = np.zeros((self.H, self.S, self.A))   # n_h(s, a): square root of the Gram
         self._pending: list[tuple] = []                     # (h, s, a, r, s' or -1) not yet folded in
-        self._pending_rows: set[int] = set()
+        self._pending_row = np.zeros(self.H, bool)        # rows with a pending transition
         self.steps = 0
         # resampling needs every transition
         self.store = TransitionStore(env.shape) if perturbation == "bootstrap" else None
@@ -167,11 +167,11 @@ class LinearRLSVI(QPolicy):
             self.store.add(transition)
             return
         (h, s), a = transition.old_state, transition.action
-        if h in self._pending_rows:
+        if self._pending_row[h]:
             self._fold()
         self._pending.append((h, s, a, transition.reward,
                               -1 if transition.new_state is None else transition.new_state[1]))
-        self._pending_rows.add(h)
+        self._pending_row[h] = True
         if transition.ends_episode:
             self._fold()
 
@@ -182,7 +182,7 @@ class LinearRLSVI(QPolicy):
             return
         h, s, a, r, nxt = (np.array(column) for column in zip(*self._pending))
         self._pending.clear()
-        self._pending_rows.clear()
+        self._pending_row[h] = False
         x = self._phi_rows[h, s * self.A + a]                     # (k, M): one row of phi per transition
         if self.M <= FOLD_GRAMS_AT_ONCE:
             self.gram[h] += x[:, :, None] * x[:, None, :]
