@@ -125,17 +125,25 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_
 
 
 @main.command()
-@click.argument("spec", type=click.Path())
+@click.argument("specs", metavar="SPEC...", nargs=-1, required=True, type=click.Path())
 @click.option("--scale", type=click.Choice(["ci", "paper"]), default="ci", show_default=True)
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
 @click.option("--allow-long", is_flag=True, help="accept a sweep estimated at over a CPU-year, as run does")
-def validate(spec, scale, sets, allow_long):
-    """Check SPEC without running anything: what `rvfx run` would refuse, this refuses."""
-    exp = support.load(spec, scale, sets, allow_long)
-    cost = (f"about {exp.cpu_seconds / 3600:,.3g} CPU-hours by a coarse estimate at README's measured speeds; "
-            f"a busy or slower machine can take several times that" if exp.cpu_seconds > 0 else
-            "no CPU estimate: its environment's sizes are known only once an extra builds it")
-    click.echo(f"{spec}: ok ({exp.name}, {len(exp.runs)} runs at scale {scale}, {cost})")
+def validate(specs, scale, sets, allow_long):
+    """Check each SPEC without running anything: what `rvfx run` would refuse, this refuses. With
+    several, a last line sums their CPU estimates (`rvfx validate --scale paper configs/*.yaml`)."""
+    total, unknown = 0.0, 0
+    for spec in specs:
+        exp = support.load(spec, scale, sets, allow_long)
+        cost = (f"about {exp.cpu_seconds / 3600:,.3g} CPU-hours by a coarse estimate at README's measured speeds; "
+                f"a busy or slower machine can take several times that" if exp.cpu_seconds > 0 else
+                "no CPU estimate: its environment's sizes are known only once an extra builds it")
+        click.echo(f"{spec}: ok ({exp.name}, {len(exp.runs)} runs at scale {scale}, {cost})")
+        total += exp.cpu_seconds
+        unknown += exp.cpu_seconds <= 0
+    if len(specs) > 1:
+        without = f"; {unknown} of them without an estimate" if unknown else ""
+        click.echo(f"total: about {total / 3600:,.3g} CPU-hours for the {len(specs)} specs at scale {scale}{without}")
 
 
 @main.command()

@@ -91,3 +91,14 @@ def test_the_estimate_needs_neither_extra():
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'bsuite', 'gymnasium', 'dm_env'}))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_validate_of_several_specs_prints_each_and_their_total():
+    """`rvfx validate --scale paper configs/*.yaml` ends with the sum of the specs' estimates."""
+    names = ["deepsea_linear", "deepsea_linear_scaling", "mountaincar"]
+    result = invoke("validate", "--scale", "paper", *(CONFIGS / f"{n}.yaml" for n in names))
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == len(names) + 1 and all(f"ok ({n}," in line for n, line in zip(names, lines))
+    total = sum(estimate(CONFIGS / f"{n}.yaml") for n in names)
+    assert lines[-1] == f"total: about {total / 3600:,.3g} CPU-hours for the 3 specs at scale paper"

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams, backward_solve
+from rvfx.agents.linear.rlsvi import SOLVE_ERRSTATE, LinearRLSVI, LinearRLSVIParams, backward_solve, solve_into
 from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
+from rvfx.core.backward_induction import backward_induction
 from rvfx.core.live import live
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.features import coherent_basis
@@ -100,6 +101,20 @@ def test_agent_lsvi_equals_full_dimensional_ridge_solution():
     np.testing.assert_allclose(agent.theta, full, rtol=1e-9, atol=1e-9)
 
 
+def row_statistics(phi, transitions, z=None):
+    """Gram, X^T (r + z), next-state sums and counts of each row, one transition at a time."""
+    H, S, A, M = phi.shape
+    gram, targets, next_sum, count = np.zeros((H, M, M)), np.zeros((H, M)), np.zeros((H, M, S)), np.zeros((H, S, A))
+    for i, t in enumerate(transitions):
+        h, x = t.old_state[0], phi[t.old_state + (t.action,)]
+        gram[h] += np.outer(x, x)
+        targets[h] += (t.reward + (0.0 if z is None else z[i])) * x
+        if t.new_state is not None:
+            next_sum[h, :, t.new_state[1]] += x
+        count[t.old_state + (t.action,)] += 1.0
+    return gram, targets, next_sum, count
+
+
 def test_rowwise_perturbed_solve_equals_full_dimensional_ridge_solution():
     env = make_env(5, reward_noise=0.5)
     data = random_episodes(env, 25, np.random.default_rng(0))
@@ -108,18 +123,49 @@ def test_rowwise_perturbed_solve_equals_full_dimensional_ridge_solution():
     z = np.sqrt(v) * rng.standard_normal(len(data))
     theta_hat = np.sqrt(lam) * rng.standard_normal(5 * 4)
     full = full_ridge_rlsvi(env, phi, data, z, theta_hat, v, lam)
-    gram, targets, next_sum = np.zeros((5, 4, 4)), np.zeros((5, 4)), np.zeros((5, 4, 5))
-    for t, zt in zip(data, z):
-        h, x = t.old_state[0], phi[t.old_state + (t.action,)]
-        gram[h] += np.outer(x, x)
-        targets[h] += (t.reward + zt) * x
-        if t.new_state is not None:
-            next_sum[h, :, t.new_state[1]] += x
+    gram, targets, next_sum, _ = row_statistics(phi, data, z)
     theta, q = backward_solve(phi.reshape(5, 10, 4), gram, targets, next_sum,
                               theta_hat.reshape(5, 4), v, lam, 2)
     np.testing.assert_allclose(theta, full, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(q.reshape(5, 5, 2), np.einsum("hsam,hm->hsa", phi, theta), atol=1e-12)
 
+
+
+def reference_backward_solve(phi_rows, gram, targets, next_sum, prior, v, lam, num_actions):
+    """backward_solve as first written (a byte-identity reference): np.linalg.solve on fresh arrays."""
+    theta = np.empty(prior.shape)
+
+    def backup(h, v_next):
+        rhs = (targets[h] + next_sum[h] @ v_next) / v + prior[h] / lam
+        theta[h] = np.linalg.solve(gram[h] / v + np.eye(prior.shape[1]) / lam, rhs)
+        return (phi_rows[h] @ theta[h]).reshape(-1, num_actions)
+
+    return theta, backward_induction(backup, len(prior), np.zeros(next_sum.shape[2])).reshape(phi_rows.shape[:2])
+
+
+@pytest.mark.parametrize("M", [1, 3, 20, 90])
+def test_backward_solve_is_bit_identical_to_np_linalg_solve_per_row(M):
+    """The reused system buffer and the direct gufunc call change no bit: same products, same dgesv."""
+    H, S, A = 6, 7, 2
+    rng = np.random.default_rng(M)
+    phi_rows = rng.normal(size=(H, S * A, M))
+    X = rng.normal(size=(H, 3 * M, M))
+    gram = X.transpose(0, 2, 1) @ X
+    targets, next_sum, prior = rng.normal(size=(H, M)), rng.random((H, M, S)), rng.normal(size=(H, M))
+    got = backward_solve(phi_rows, gram, targets, next_sum, prior, 0.01, 100.0, A)
+    want = reference_backward_solve(phi_rows, gram, targets, next_sum, prior, 0.01, 100.0, A)
+    for g, w in zip(got, want):
+        assert g.tobytes() == w.tobytes()
+
+
+def test_solve_into_matches_np_linalg_solve_and_refuses_a_singular_system():
+    rng = np.random.default_rng(0)
+    a, b, out = rng.normal(size=(12, 12)), rng.normal(size=12), np.empty(12)
+    with np.errstate(**SOLVE_ERRSTATE):
+        solve_into(a, b, out)
+    assert out.tobytes() == np.linalg.solve(a, b).tobytes()
+    with pytest.raises(np.linalg.LinAlgError), np.errstate(**SOLVE_ERRSTATE):
+        solve_into(np.zeros((3, 3)), np.ones(3), np.empty(3))
 
 # (d) One regression step of learn_grlsvi samples the posterior of eq. 5.3.
 
@@ -197,6 +243,25 @@ def test_state_does_not_grow_with_history(perturbation):
     before = _state_bytes(agent)
     live(agent, env, 400)
     assert _state_bytes(agent) == before and agent.steps == 405 * 6
+
+
+@pytest.mark.parametrize("M", [6, 40])          # Gram updates as one product, and one at a time
+def test_batched_folds_give_the_bytes_of_one_transition_at_a_time(M):
+    """Rows repeating within an episode, episodes cut short, a fit mid-episode: the statistics the
+    agent folds in batches are, bit for bit, those of adding each transition as it comes."""
+    env = make_env(5, reward_noise=0.7)
+    rng = np.random.default_rng(4)
+    data = random_episodes(env, 30, rng)
+    data = [t._replace(old_state=(int(rng.integers(5)), t.old_state[1])) for t in data]   # rows in any order
+    agent = LinearRLSVI(env, np.random.default_rng(1), LinearRLSVIParams(M=M), "gaussian")
+    for i, t in enumerate(data):
+        agent.update_buffer(t)
+        if i == 77:
+            agent.learn_from_buffer()                  # a fit while transitions are pending
+    agent.learn_from_buffer()
+    want = row_statistics(agent.phi, data)
+    for got, expected in zip((agent.gram, agent.target_sum, agent.next_sum, agent.count), want):
+        assert got.tobytes() == expected.tobytes()
 
 
 def test_params_build_from_spec_values_and_reject_bad_ones():

@@ -149,3 +149,43 @@ def test_ucrl2_converges_to_value_iteration_with_much_data():
     Q = value_iteration(P, R)
     assert (agent.q >= Q - 1e-9).all()                 # optimism
     np.testing.assert_allclose(agent.q, Q, atol=0.1)
+
+
+def reference_bootstrap_statistics(transitions, shape, rng):
+    """The store's resample as it was first written: one float row per transition, the indices
+    converted and the terminal ones masked out at every resample (a reference for byte identity)."""
+    H_, S_, A_ = shape
+    rows = np.array([((h * S_ + s) * A_ + a, r, -1 if nxt is None else ((h * S_ + s) * A_ + a) * S_ + nxt[1])
+                     for (h, s), a, r, nxt in transitions], dtype=float).reshape(-1, 3)
+    n = len(rows)
+    w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float) if n else np.zeros(0)
+    size = H_ * S_ * A_
+    idx = rows[:, 0].astype(np.int64)
+    has_next = rows[:, 2] >= 0
+    return (np.bincount(idx, weights=w, minlength=size).reshape(shape),
+            np.bincount(idx, weights=w * rows[:, 1], minlength=size).reshape(shape),
+            np.bincount(rows[has_next, 2].astype(np.int64), weights=w[has_next],
+                        minlength=size * S_).reshape(shape + (S_,)))
+
+
+@pytest.mark.parametrize("steps", [0, 1, 7, 1500])
+def test_transition_store_resample_is_bit_identical_to_the_row_layout(steps):
+    """Columns with integer indices and a terminal bin give the same bytes as float rows with a mask:
+    the same draws, and every bin sums the same weights in the same order (noisy rewards, terminals)."""
+    from rvfx.agents.tabular.base import TransitionStore
+    shape = (4, 5, 2)
+    data = np.random.default_rng(steps)
+    transitions = []
+    for t in range(steps):
+        h = t % shape[0]
+        old = (h, int(data.integers(shape[1])))
+        nxt = None if h == shape[0] - 1 or data.random() < 0.1 else (h + 1, int(data.integers(shape[1])))
+        transitions.append((old, int(data.integers(shape[2])), float(data.normal()) / 3, nxt))
+    store = TransitionStore(shape)
+    for old, a, r, nxt in transitions:
+        store.add(Transition(old, a, r, nxt, 0))
+    for seed in range(3):
+        got = store.bootstrap_statistics(np.random.default_rng(seed))
+        want = reference_bootstrap_statistics(transitions, shape, np.random.default_rng(seed))
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.tobytes() == w.tobytes()

@@ -38,6 +38,17 @@ BSUITE_DEEP_SEA_SIZES = tuple(range(10, 51, 2))
 # Gymnasium ids whose sizes Gymnasium fixes: (registered max_episode_steps, Box observation
 # length, actions) (gymnasium/envs/__init__.py, classic_control/mountain_car.py)
 GYM_SIZES = {"MountainCar-v0": (200, 2, 3)}
+# Linear agents' CPU seconds per episode, fitted to runs on deep sea (N = 10-80, M = 2-160, CPU time with
+# both cores of a 2-core VM busy; benchmarks/bench_linear.py): per row of the backward pass (the step
+# that fills it included) a fixed cost and the M x M solve's M^2 and M^3 parts (at M <= 160 LAPACK's
+# time grows nearer M^2 than M^3), and per (h, s, a, feature) the Q table's products
+LINEAR_ROW = (8e-6, 3.3e-9, 3.7e-11, 4.5e-9)
+# linear_brlsvi's statistics from the resampled counts, per H*S*A: the Gram matrices (x M^2), the
+# next-state sums (x S*M) and the next-state count tables (x S)
+LINEAR_BOOTSTRAP = (1.4e-10, 1e-11, 2.1e-9)
+# the bootstrap's resample (draws and weighted bincounts), per stored transition and episode:
+# 11-22 ns measured from 30,000 to 1.2 M stored transitions (caches miss more as the history grows)
+RESAMPLE_PER_TRANSITION = 2e-8
 
 
 @dataclass(frozen=True)
@@ -216,10 +227,11 @@ def cpu_seconds(algorithm: str, agent, env: str, env_params, episodes: int) -> f
     """Coarse estimate of one run's CPU seconds (stop_at_learning may end it sooner) at README,
     Speed's measured rates, not a bound: CPU time per step varies with the machine and its load
     (the Fig. 17 agent step, 1.46 ms there, took 5.3 ms CPU on 2026-11-27 with both cores of this
-    VM busy). Fixed costs per step and per episode, the tabular backup's H*S*A*S and the
-    linear one's M^3 per row, the ensemble's acting per step and its SGD steps (0.1 ms + K x
-    0.068 ms each at batch 128 on the 50-50 MLP), and the bootstrap's resampling of the whole
-    history each episode. None when the environment's sizes are unknown."""
+    VM busy). Fixed costs per step and per episode, the tabular backup's H*S*A*S, the linear
+    agents' per-row solve and products (`LINEAR_ROW`), the ensemble's acting per step and its SGD
+    steps (0.1 ms + K x 0.068 ms each at batch 128 on the 50-50 MLP), and the bootstrap's
+    resampling of the whole history each episode (`RESAMPLE_PER_TRANSITION`). None when the
+    environment's sizes are unknown."""
     z = sizes(algorithm, agent, env, env_params)
     if z is None:
         return None
@@ -227,7 +239,12 @@ def cpu_seconds(algorithm: str, agent, env: str, env_params, episodes: int) -> f
     if algorithm in TABULAR + DEEP_SEA_KNOWN:
         per_episode += 3e-8 * z["H"] * z["S"] ** 2 * z["A"]
     elif algorithm in LINEAR:
-        per_episode += z["H"] * (2e-5 + 3e-10 * (z["M"] ** 3 + z["S"] * z["M"] * z["A"]))
+        H, S, A, M = z["H"], z["S"], z["A"], z["M"]
+        row, row_m2, row_m3, q_product = LINEAR_ROW
+        per_episode += H * (row + row_m2 * M ** 2 + row_m3 * M ** 3) + q_product * H * S * A * M
+        if algorithm == "linear_brlsvi":
+            gram, next_sums, tables = LINEAR_BOOTSTRAP
+            per_episode += H * S * A * (gram * M ** 2 + next_sums * S * M + tables * S)
     elif algorithm in NEURAL:
         widths = [h for h in (agent.hidden1, agent.hidden2) if h > 0] + [z["A"]]
         flops = widths[0] + sum(i * o for i, o in zip(widths, widths[1:]))
@@ -237,5 +254,5 @@ def cpu_seconds(algorithm: str, agent, env: str, env_params, episodes: int) -> f
     if algorithm == "grlsvi_uncertainty":
         seconds += 1e-8 * agent.samples * z["H"] * z["S"] ** 2 * z["A"]
     if algorithm in BOOTSTRAP:
-        seconds += 5e-8 * z["steps"] * episodes * (episodes + 1) / 2
+        seconds += RESAMPLE_PER_TRANSITION * z["steps"] * episodes * (episodes + 1) / 2
     return seconds

@@ -32,6 +32,29 @@ from rvfx.core.expressions import Expr, evaluate
 from rvfx.envs.features import misspecify, one_hot_basis
 
 Perturbation = Literal["none", "gaussian", "bootstrap"]
+FOLD_GRAMS_AT_ONCE = 32     # up to this M, a batch's Gram updates are one (k, M, M) product
+
+
+def _singular(err, flag):
+    raise np.linalg.LinAlgError("Singular matrix")
+
+
+# np.linalg.solve's floating-point handling: a singular system raises, over/underflow is LAPACK's own
+SOLVE_ERRSTATE = {"call": _singular, "invalid": "call", "over": "ignore", "divide": "ignore", "under": "ignore"}
+try:        # the gufunc np.linalg.solve calls for one right-hand side, without its ~5 us of checks per call
+    from numpy.linalg._umath_linalg import solve1 as _solve1
+except ImportError:         # pragma: no cover - a NumPy without it: the public function, same LAPACK call
+    _solve1 = None
+
+
+def solve_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out = np.linalg.solve(a, b) for float64 a (M, M) and b (M,), the same bits (the same gufunc,
+    LAPACK's dgesv), inside `np.errstate(**SOLVE_ERRSTATE)`: the linear backward pass calls it N
+    times an episode, where np.linalg.solve's argument checks cost as much as a small solve."""
+    if _solve1 is None:
+        out[...] = np.linalg.solve(a, b)
+    else:
+        _solve1(a, b, out=out, signature="dd->d")
 
 
 @dataclass(frozen=True)
@@ -71,17 +94,26 @@ def backward_solve(phi_rows: np.ndarray, gram: np.ndarray, targets: np.ndarray, 
     phi_rows (H, S*A, M); gram (H, M, M) = X_h^T X_h; targets (H, M) = X_h^T (r + z);
     next_sum (H, M, S) = sum phi_t e(s'_t)^T; prior (H, M) = theta_hat. Returns theta
     (H, M) and Q (H, S*A).
+
+    Each row's system is built in one reused M x M buffer (per row, not as (H, M, M) temporaries:
+    at M = 160 those leave the cache) and solved by `solve_into`, LAPACK's gesv as np.linalg.solve
+    calls it.
     """
     H, SA, M = phi_rows.shape
     ridge = np.eye(M) / lam
+    prior_term = prior / lam
     theta = np.empty((H, M))
+    system = np.empty((M, M))
 
     def backup(h, v_next):
-        rhs = (targets[h] + next_sum[h] @ v_next) / v + prior[h] / lam
-        theta[h] = np.linalg.solve(gram[h] / v + ridge, rhs)   # per row: no (H, M, M) temporaries
+        rhs = (targets[h] + next_sum[h] @ v_next) / v + prior_term[h]
+        np.divide(gram[h], v, out=system)
+        np.add(system, ridge, out=system)
+        solve_into(system, rhs, theta[h])
         return (phi_rows[h] @ theta[h]).reshape(-1, num_actions)
 
-    q = backward_induction(backup, H, np.zeros(next_sum.shape[2]))
+    with np.errstate(**SOLVE_ERRSTATE):
+        q = backward_induction(backup, H, np.zeros(next_sum.shape[2]))
     return theta, q.reshape(H, SA)
 
 
@@ -113,11 +145,13 @@ class LinearRLSVI(QPolicy):
         self.prior_mean = evaluate(params.prior_mean, names)
         if not (self.v > 0 and self.lam > 0):
             raise ValueError(f"v and lam must be > 0, got v={self.v}, lam={self.lam}")
-        # Sufficient statistics, per row h.
+        # Sufficient statistics, per row h (none/gaussian: the bootstrap fits on resamples of its store)
         self.gram = np.zeros((self.H, M, M))              # X_h^T X_h
         self.target_sum = np.zeros((self.H, M))           # X_h^T r
         self.next_sum = np.zeros((self.H, M, self.S))     # sum_t phi_t e(s'_t)^T
         self.count = np.zeros((self.H, self.S, self.A))   # n_h(s, a): square root of the Gram
+        self._pending: list[tuple] = []                     # (h, s, a, r, s' or -1) not yet folded in
+        self._pending_row = np.zeros(self.H, bool)        # rows with a pending transition
         self.steps = 0
         # resampling needs every transition
         self.store = TransitionStore(env.shape) if perturbation == "bootstrap" else None
@@ -125,18 +159,40 @@ class LinearRLSVI(QPolicy):
         self.set_q(np.zeros((self.H, self.S, self.A)))
 
     def update_buffer(self, transition) -> None:
-        """Fold one transition into the row statistics: O(M^2), independent of the history."""
-        (h, s), a = transition.old_state, transition.action
-        r = transition.reward
-        x = self._phi_rows[h, s * self.A + a]
-        self.gram[h] += np.outer(x, x)
-        self.target_sum[h] += r * x
-        if transition.new_state is not None:
-            self.next_sum[h, :, transition.new_state[1]] += x
-        self.count[h, s, a] += 1.0
+        """Record one transition. `bootstrap` only stores it (it fits on resamples of the store);
+        `none`/`gaussian` fold it into the row statistics, O(M^2) and independent of the history, a
+        batch at a time (`_fold`): at the episode's end, before a fit, or when its row comes again."""
         self.steps += 1
         if self.store is not None:
             self.store.add(transition)
+            return
+        (h, s), a = transition.old_state, transition.action
+        if self._pending_row[h]:
+            self._fold()
+        self._pending.append((h, s, a, transition.reward,
+                              -1 if transition.new_state is None else transition.new_state[1]))
+        self._pending_row[h] = True
+        if transition.ends_episode:
+            self._fold()
+
+    def _fold(self) -> None:
+        """Add the pending transitions to their rows' statistics, one row each, so every entry gets the
+        sum it would get one transition at a time (gram[h] + x x^T, target_sum[h] + r x, ...)."""
+        if not self._pending:
+            return
+        h, s, a, r, nxt = (np.array(column) for column in zip(*self._pending))
+        self._pending.clear()
+        self._pending_row[h] = False
+        x = self._phi_rows[h, s * self.A + a]                     # (k, M): one row of phi per transition
+        if self.M <= FOLD_GRAMS_AT_ONCE:
+            self.gram[h] += x[:, :, None] * x[:, None, :]
+        else:                   # a (k, M, M) temporary would leave the cache: one product at a time
+            for i, row in enumerate(h.tolist()):
+                self.gram[row] += x[i, :, None] * x[i]
+        self.target_sum[h] += r[:, None] * x
+        has_next = nxt >= 0
+        self.next_sum[h[has_next], :, nxt[has_next]] += x[has_next]
+        self.count[h, s, a] += 1.0
 
     def _bootstrap_statistics(self):
         """Row statistics of a with-replacement resample of all stored transitions (eq. 5.6)."""
@@ -151,6 +207,7 @@ class LinearRLSVI(QPolicy):
 
     def learn_from_buffer(self) -> None:
         """`learn_lsvi` / `learn_grlsvi` / `learn_brlsvi` (Algorithms 3-4, eqs. 5.4-5.6)."""
+        self._fold()
         if self.perturbation == "bootstrap":
             gram, targets, next_sum = self._bootstrap_statistics()
         else:

@@ -79,34 +79,42 @@ class TabularAgent(QPolicy):
 class TransitionStore:
     """Every transition of a layered MDP as (flat (h,s,a), reward, flat next index), for the
     bootstrap (eq. 5.6), which resamples transitions and so cannot use counts alone when
-    rewards are noisy."""
+    rewards are noisy.
+
+    Kept column by column, each index in the integer form the resample's bincounts read, and a
+    terminal transition's next index pointing at one extra bin past the H*S*A*S real ones: an
+    episode's resample then costs the draws and four bincounts over the history, with no per-episode
+    conversion, column copy or masking (each bin still sums the same weights in the same order)."""
 
     def __init__(self, shape):
         self.H, self.S, self.A = shape
-        self._data = np.empty((1024, 3))
+        self._terminal = self.H * self.S * self.A * self.S       # the extra bin of "no next state"
+        self._atom = np.empty(1024, np.int64)
+        self._reward = np.empty(1024)
+        self._next = np.empty(1024, np.int64)
         self._n = 0
 
     def add(self, transition) -> None:
         (h, s), a = transition.old_state, transition.action
         atom = (h * self.S + s) * self.A + a
-        nxt = -1 if transition.new_state is None else atom * self.S + transition.new_state[1]
-        if self._n == len(self._data):
-            self._data = np.concatenate([self._data, np.empty_like(self._data)])
-        self._data[self._n] = (atom, transition.reward, nxt)
-        self._n += 1
+        if self._n == len(self._atom):
+            self._atom, self._reward, self._next = (np.concatenate([c, np.empty_like(c)])
+                                                    for c in (self._atom, self._reward, self._next))
+        n = self._n
+        self._atom[n] = atom
+        self._reward[n] = transition.reward
+        self._next[n] = self._terminal if transition.new_state is None else atom * self.S + transition.new_state[1]
+        self._n = n + 1
 
     def bootstrap_statistics(self, rng: np.random.Generator):
         """Counts (H,S,A), reward sums (H,S,A) and next-state counts (H,S,A,S) of a
         with-replacement resample of the stored transitions, by weighted bincounts."""
         n = self._n
-        data = self._data[:n]
         w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float) if n else np.zeros(0)
         shape = (self.H, self.S, self.A)
         size = self.H * self.S * self.A
-        idx = data[:, 0].astype(np.int64)
-        count = np.bincount(idx, weights=w, minlength=size).reshape(shape)
-        reward_sum = np.bincount(idx, weights=w * data[:, 1], minlength=size).reshape(shape)
-        has_next = data[:, 2] >= 0
-        next_count = np.bincount(data[has_next, 2].astype(np.int64), weights=w[has_next],
-                                 minlength=size * self.S).reshape(shape + (self.S,))
-        return count, reward_sum, next_count
+        atom = self._atom[:n]
+        count = np.bincount(atom, weights=w, minlength=size).reshape(shape)
+        reward_sum = np.bincount(atom, weights=w * self._reward[:n], minlength=size).reshape(shape)
+        next_count = np.bincount(self._next[:n], weights=w, minlength=self._terminal + 1)
+        return count, reward_sum, next_count[:self._terminal].reshape(shape + (self.S,))
