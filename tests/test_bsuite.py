@@ -287,10 +287,10 @@ def test_bsuite_specs_validate_with_a_cpu_estimate(spec, scale, runs):
 
 @pytest.mark.parametrize("bsuite_id", [i for i in sweep.SETTINGS if i.startswith("deep_sea/")])
 def test_deep_sea_sizes_without_bsuite_are_those_bsuite_builds(bsuite_id):
-    """rvfx.experiment.memory sizes deep_sea/<k> from its own table of bsuite's sweep: the table is
+    """BsuiteParams sizes deep_sea/<k> from its own table of bsuite's sweep: the table is
     bsuite's, and an episode of the environment bsuite builds lasts N steps of 2 actions on N x N."""
     params = BsuiteParams(bsuite_id)
-    z = memory.sizes("grlsvi", None, "bsuite", params)
+    z = memory.sizes("grlsvi", None, params)
     env = eb.BsuiteEnvironment(params, np.random.default_rng(0))
     assert z["H"] == z["S"] == z["steps"] == sweep.SETTINGS[bsuite_id]["size"] == env.size
     assert (z["H"], z["S"], z["A"]) == env.shape and env.num_actions == 2

@@ -66,21 +66,20 @@ def test_mountaincar_estimate_is_affine_in_the_episode_cap_and_the_default_cap_i
 def test_ids_and_sizes_the_extra_would_refuse_or_that_need_it_get_no_estimate(params):
     """An id outside bsuite's sweep, a size that is no integer in [1, 2**63), or a Gymnasium id
     whose sizes rvfx does not know: no sizes, hence no estimate (the run names what is wrong)."""
-    env = "bsuite" if isinstance(params, BsuiteParams) else "gym"
-    assert memory.sizes("grlsvi", None, env, params) is None
-    assert memory.cpu_seconds("grlsvi", None, env, params, 10) is None
+    assert memory.sizes("grlsvi", None, params) is None
+    assert memory.cpu_seconds("grlsvi", None, params, 10) is None
 
 
 def test_kwargs_override_the_sweeps_size_and_cap_as_the_extras_do():
     """bsuite merges kwargs over the sweep's settings; gymnasium.make takes max_episode_steps from
     kwargs unless the spec's own max_episode_steps is set."""
-    assert memory.sizes("grlsvi", None, "bsuite", BsuiteParams("deep_sea/20"))["S"] == 50
-    assert memory.sizes("grlsvi", None, "bsuite", BsuiteParams("deep_sea/0", '{"size": 7}'))["S"] == 7
-    assert memory.sizes("grlsvi", None, "bsuite", BsuiteParams("deep_sea", '{"size": 7}'))["H"] == 7
+    assert memory.sizes("grlsvi", None, BsuiteParams("deep_sea/20"))["S"] == 50
+    assert memory.sizes("grlsvi", None, BsuiteParams("deep_sea/0", '{"size": 7}'))["S"] == 7
+    assert memory.sizes("grlsvi", None, BsuiteParams("deep_sea", '{"size": 7}'))["H"] == 7
     cap = {"kwargs": '{"max_episode_steps": 50}'}
-    assert memory.sizes("grlsvi", None, "gym", GymParams(**cap))["steps"] == 50
-    assert memory.sizes("grlsvi", None, "gym", GymParams(**cap, max_episode_steps=30))["steps"] == 30
-    assert memory.sizes("grlsvi", None, "gym", GymParams(time_in_observation=True))["inputs"] == 3
+    assert memory.sizes("grlsvi", None, GymParams(**cap))["steps"] == 50
+    assert memory.sizes("grlsvi", None, GymParams(**cap, max_episode_steps=30))["steps"] == 30
+    assert memory.sizes("grlsvi", None, GymParams(time_in_observation=True))["inputs"] == 3
 
 
 def test_the_estimate_needs_neither_extra():

@@ -18,7 +18,7 @@ from rvfx.agents import AGENTS, make_agent  # noqa: E402
 from rvfx.core.live import live  # noqa: E402
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams  # noqa: E402
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams  # noqa: E402
-from rvfx.envs.external import GymParams  # noqa: E402
+from rvfx.envs.external import GYM_SIZES, GymParams  # noqa: E402
 from rvfx.envs.gym import GymEnvironment, gym_seed  # noqa: E402
 from rvfx.experiment import memory  # noqa: E402
 from rvfx.experiment.params import SpecError, build  # noqa: E402
@@ -198,13 +198,13 @@ def test_mountaincar_spec_validates(scale):
     assert "CPU-hours by a coarse estimate" in result.output
 
 
-@pytest.mark.parametrize("env_id", sorted(memory.GYM_SIZES))
+@pytest.mark.parametrize("env_id", sorted(GYM_SIZES))
 @pytest.mark.parametrize("time_in_observation", [False, True])
 def test_gym_sizes_without_gymnasium_are_those_gymnasium_builds(env_id, time_in_observation):
-    """rvfx.experiment.memory sizes these ids from its own table: the registered cap, the network
+    """GymParams sizes these ids from its own table: the registered cap, the network
     input width and the actions of the environment GymEnvironment builds."""
     params = GymParams(env_id, time_in_observation=time_in_observation)
-    z = memory.sizes("dqn", AGENTS["dqn"][1](), "gym", params)
+    z = memory.sizes("dqn", AGENTS["dqn"][1](), params)
     env = GymEnvironment(params, np.random.default_rng(0))
     assert z["steps"] == gymnasium.spec(env_id).max_episode_steps == env.cap
     assert z["inputs"] == env.representation.input_dim and z["A"] == env.num_actions and z["keys"] == 0

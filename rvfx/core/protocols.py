@@ -3,6 +3,8 @@
 `live` needs only `Agent` and `Environment`. An agent's factory may need more of the
 environment (the layered tabular shape, an observation vector, linear features); those needs
 are the small protocols below, so an agent says what it accepts and an environment what it offers.
+An environment's parameters may declare its sizes before it is built (`RunSizes`), so that a run's
+cost is estimated from its parameters alone.
 """
 from __future__ import annotations
 
@@ -91,6 +93,21 @@ class LinearFeatures(Layered, Protocol):
     """A layered environment's linear features phi[h, s, a] in R^M (Section 7.1.2), drawn from `rng`."""
 
     def linear_features(self, M: int, rng: np.random.Generator, basis: str) -> np.ndarray: ...
+
+
+@runtime_checkable
+class RunSizes(Protocol):
+    """An environment's parameters declare a run's sizes before it is built (the memory and CPU
+    estimates read them): `run_sizes()` gives H, S, A (the layered shape, where there is one),
+    `steps` per episode, `inputs` (network input width) and `keys` (distinct network inputs; 0 for
+    a continuous state), or None where they are known only once built; `size_key` is the
+    grid-style key that sets them ("env.size"), and `run_memory()` the arrays the environment
+    allocates, what -> bytes."""
+    size_key: str
+
+    def run_sizes(self) -> dict | None: ...
+
+    def run_memory(self) -> dict: ...
 
 
 @runtime_checkable

@@ -1,4 +1,5 @@
-"""Environment registry: name -> (class, parameter dataclass)."""
+"""Environment registry: name -> (class, parameter dataclass); `PAPER_ENVS`, the paper's, which
+the agents' `environments_for` (rvfx.experiment.memory) speaks of."""
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.external import BsuiteParams, GymParams
@@ -6,6 +7,7 @@ from rvfx.envs.extras import bsuite_environment, gym_environment
 from rvfx.envs.four_state import FourStateExample, FourStateParams
 from rvfx.envs.random_mdp import RandomMDP, RandomMDPParams
 
+PAPER_ENVS = ("deep_sea", "cartpole_swingup", "random_mdp", "four_state")
 ENVS = {
     "deep_sea": (DeepSea, DeepSeaParams),
     "cartpole_swingup": (CartpoleSwingUp, CartpoleSwingUpParams),

@@ -19,6 +19,16 @@ class DeepSeaParams:
     reward_noise: float = field(default=0.0, metadata={"min": 0.0, "doc": "std of N(0, sd^2) added to every reward"})
     randomize_actions: bool = field(default=True, metadata={"doc": "False: action 1 is always 'right'"})
 
+    size_key = "env.size"
+
+    def run_sizes(self) -> dict:
+        """N layers of N states, 2 actions, N steps; the one-hot input of N x N cells (`RunSizes`)."""
+        n = self.size
+        return {"H": n, "S": n, "A": 2, "steps": n, "inputs": n * n, "keys": n * n}
+
+    def run_memory(self) -> dict:
+        return {"the deep sea action map": 24 * self.size ** 2}
+
 
 def optimal_return(params: DeepSeaParams) -> float:
     """V* of the start: 1 - 0.01 for the treasure (N diagonal "right"s at 0.01/N each), 0 for the bomb.

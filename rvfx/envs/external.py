@@ -1,9 +1,17 @@
 """The parameters of the `gym` and `bsuite` environment kinds, without their extras, so that specs
-naming them validate anywhere (their factories: rvfx.envs.extras)."""
+naming them validate anywhere (their factories: rvfx.envs.extras). They size a run from its id
+without importing the extra where the extra fixes the sizes (bsuite's deep_sea sweep, Gymnasium's
+MountainCar); other ids have no sizes before they are built."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+
+# Gymnasium ids whose sizes Gymnasium fixes: (registered max_episode_steps, Box observation
+# length, actions) (gymnasium/envs/__init__.py, classic_control/mountain_car.py)
+GYM_SIZES = {"MountainCar-v0": (200, 2, 3)}
+# bsuite's deep_sea/<k> is size 10 + 2k (bsuite/experiments/deep_sea/sweep.py: sizes 10, 12, ..., 50)
+BSUITE_DEEP_SEA_SIZES = tuple(range(10, 51, 2))
 
 
 @dataclass(frozen=True)
@@ -22,6 +30,22 @@ class GymParams:
     def __post_init__(self):
         json_object(self.kwargs, "kwargs")
 
+    size_key = "env.id"
+
+    def run_sizes(self) -> dict | None:
+        """The sizes of an id in `GYM_SIZES`, at the cap GymEnvironment sets (`RunSizes`); else None."""
+        if self.id not in GYM_SIZES:
+            return None
+        registered, observation, actions = GYM_SIZES[self.id]
+        kwargs = json_object(self.kwargs, "kwargs")
+        steps = _positive_int(self.max_episode_steps or kwargs.get("max_episode_steps") or registered)
+        if steps is None:
+            return None
+        return {"A": actions, "steps": steps, "inputs": observation + int(self.time_in_observation), "keys": 0}
+
+    def run_memory(self) -> dict:
+        return {}
+
 
 @dataclass(frozen=True)
 class BsuiteParams:
@@ -34,6 +58,35 @@ class BsuiteParams:
     def __post_init__(self):
         json_object(self.kwargs, "kwargs")
 
+    size_key = "env.id"
+
+    def run_sizes(self) -> dict | None:
+        """The sizes of a deep_sea id (from `BSUITE_DEEP_SEA_SIZES`) or a cartpole_swingup one (the
+        latter reads bsuite's sweep), as the environment bsuite builds has them (`RunSizes`); else None."""
+        if self.id.partition("/")[0] == "deep_sea":
+            n = self._deep_sea_size()
+            if n is None:
+                return None
+            return {"H": n, "S": n, "A": 2, "steps": n, "inputs": n * n, "keys": n * n}
+        if self.id.startswith("cartpole_swingup"):
+            from rvfx.envs.bsuite import settings  # bsuite's defaults: 10 s at 0.01 s a step
+            kwargs = {"max_time": 10.0, "timescale": 0.01, **settings(self.id, self.kwargs)[1]}
+            return {"A": 3, "steps": int(kwargs["max_time"] / kwargs["timescale"] + 1e-9) + 1, "inputs": 8, "keys": 0}
+        return None
+
+    def run_memory(self) -> dict:
+        return {}
+
+    def _deep_sea_size(self) -> int | None:
+        """N of a deep_sea id (deep_sea/<k>, or bare deep_sea), its kwargs' `size` over the sweep's,
+        as rvfx.envs.bsuite.settings merges them; None where bsuite would refuse the id or the size
+        is no positive integer."""
+        _, _, index = self.id.partition("/")
+        sweep = {str(k): n for k, n in enumerate(BSUITE_DEEP_SEA_SIZES)}
+        if index and index not in sweep:
+            return None
+        return _positive_int(json_object(self.kwargs, "kwargs").get("size", sweep.get(index)))
+
 
 def json_object(text: str, name: str) -> dict:
     """`text` parsed as a JSON object; else a ValueError naming the parameter `name` (a spec
@@ -45,3 +98,9 @@ def json_object(text: str, name: str) -> dict:
     if not isinstance(value, dict):
         raise ValueError(f"{name}: expected a JSON object, got {text!r}")
     return value
+
+
+def _positive_int(value) -> int | None:
+    """`value` if it is an integer in [1, 2**63), as a spec's integers are (a size read from its JSON
+    kwargs), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 2**63 else None

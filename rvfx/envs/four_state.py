@@ -24,6 +24,15 @@ class FourStateParams:
     stay: float = field(default=0.2, metadata={"min": 0.0, "max": 1.0,
                                                "doc": "probability that an action leaves the state unchanged"})
 
+    size_key = "env.horizon"
+
+    def run_sizes(self) -> dict:
+        """H layers of 4 states, 2 actions, H steps; no network input (`RunSizes`)."""
+        return {"H": self.horizon, "S": STATES, "A": 2, "steps": self.horizon, "inputs": 0, "keys": 0}
+
+    def run_memory(self) -> dict:
+        return {}
+
 
 def four_state_example(stay: float = 0.2) -> np.ndarray:
     """Transition probabilities P[s, a, s'] of the example (states 1..4 stored as 0..3)."""

@@ -44,6 +44,15 @@ class RandomMDPParams:
         if self.start_state >= self.states:
             raise ValueError(f"start_state {self.start_state} must be < states {self.states}")
 
+    size_key = "env.states"
+
+    def run_sizes(self) -> dict:
+        """H layers of |X| states, |A| actions, H steps; no network input (`RunSizes`)."""
+        return {"H": self.horizon, "S": self.states, "A": self.actions, "steps": self.horizon, "inputs": 0, "keys": 0}
+
+    def run_memory(self) -> dict:
+        return {"the MDP's outcome law and sampling lists": 100 * self.horizon * self.states ** 2 * self.actions}
+
 
 class RandomMDP:
     """A time-inhomogeneous MDP drawn from Theorem 1's Dirichlet prior (Sec. 6).

@@ -5,10 +5,9 @@ memory and a sweep whose time is absurd. The memory estimate counts the arrays t
 the environment allocate (tables, replay buffer, network copies, features, stored history,
 logged rows) plus the largest one-off temporary; tests/test_bad_inputs.py checks it against
 traced peaks. The time model is coarse on purpose (README, Speed): it tells hours from
-centuries, not minutes from hours. Environments built by an extra (gym, bsuite) are sized from
-their ids without importing the extra where the extra fixes the sizes (bsuite's deep_sea sweep,
-Gymnasium's MountainCar); other ids have no sizes before they are built, so only their logged rows
-are counted.
+centuries, not minutes from hours. The environment's parameters declare its sizes and its arrays
+(rvfx.core.protocols.RunSizes); an environment without them has no sizes before it is built, so
+only its logged rows are counted.
 """
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ import os
 from dataclasses import dataclass
 
 from rvfx.core.live import log_grid
-from rvfx.envs.external import json_object
+from rvfx.core.protocols import RunSizes
 
 TABULAR = ("lsvi", "grlsvi", "brlsvi", "psrl", "ucrl2")
 DEEP_SEA_KNOWN = ("deepsea_optimal", "deepsea_exploitation", "deepsea_myopic", "deepsea_thompson")
@@ -31,13 +30,6 @@ BYTES_PER_TRANSITION = 64   # bootstrap TransitionStore: 24-byte rows, doubled w
 BYTES_PER_ROW = 900         # a logged episode: live's dict, then the shard's row with identity columns
 CSV_ROW_BYTES = 400         # a logged episode in the shard's episodes.csv, identity columns included
 PROCESS_BYTES = 200 * 2**20  # Python with numpy, scipy and pandas imported, before a run allocates
-SIZE_KEYS = {"deep_sea": "env.size", "random_mdp": "env.states", "cartpole_swingup": "env.max_time",
-             "four_state": "env.horizon"}
-# bsuite's deep_sea/<k> is size 10 + 2k (bsuite/experiments/deep_sea/sweep.py: sizes 10, 12, ..., 50)
-BSUITE_DEEP_SEA_SIZES = tuple(range(10, 51, 2))
-# Gymnasium ids whose sizes Gymnasium fixes: (registered max_episode_steps, Box observation
-# length, actions) (gymnasium/envs/__init__.py, classic_control/mountain_car.py)
-GYM_SIZES = {"MountainCar-v0": (200, 2, 3)}
 # Linear agents' CPU seconds per episode, fitted to runs on deep sea (N = 10-80, M = 2-160, CPU time with
 # both cores of a 2-core VM busy; benchmarks/bench_linear.py): per row of the backward pass (the step
 # that fills it included) a fixed cost and the M x M solve's M^2 and M^3 parts (at M <= 160 LAPACK's
@@ -61,65 +53,19 @@ class Part:
     temporary: bool = False     # freed before the run goes on: only the largest one counts
 
 
-def sizes(algorithm: str, agent, env: str, env_params) -> dict | None:
-    """A run's sizes: H, S, A (the layered tabular shape, where the environment has one), `steps`
-    per episode, `inputs` (network input width), `keys` (distinct network inputs; 0 for a
-    continuous state) and M (features per row of the linear agents: 2N for the one-hot basis).
-    None for an environment whose sizes are known only once built."""
-    if env == "deep_sea":
-        n = env_params.size
-        out = {"H": n, "S": n, "A": 2, "steps": n, "inputs": n * n, "keys": n * n}
-    elif env == "random_mdp":
-        out = {"H": env_params.horizon, "S": env_params.states, "A": env_params.actions,
-               "steps": env_params.horizon, "inputs": 0, "keys": 0}
-    elif env == "four_state":
-        out = {"H": env_params.horizon, "S": 4, "A": 2, "steps": env_params.horizon, "inputs": 0, "keys": 0}
-    elif env == "cartpole_swingup":
-        from rvfx.envs.cartpole.dynamics import OBSERVATION_SIZES, last_time_index
-        ratio = env_params.max_time / env_params.dt          # beyond 2**53 steps: their count, roughly
-        out = {"A": 3, "steps": last_time_index(env_params) + 1 if ratio < 2**53 else ratio,
-               "inputs": OBSERVATION_SIZES[env_params.observation], "keys": 0}
-    elif env == "bsuite" and env_params.id.partition("/")[0] == "deep_sea":
-        n = _bsuite_deep_sea_size(env_params)
-        if n is None:
-            return None
-        out = {"H": n, "S": n, "A": 2, "steps": n, "inputs": n * n, "keys": n * n}
-    elif env == "gym" and env_params.id in GYM_SIZES:
-        registered, observation, actions = GYM_SIZES[env_params.id]     # the cap as GymEnvironment sets it
-        kwargs = json_object(env_params.kwargs, "kwargs")
-        steps = _positive_int(env_params.max_episode_steps or kwargs.get("max_episode_steps") or registered)
-        if steps is None:
-            return None
-        out = {"A": actions, "steps": steps, "inputs": observation + int(env_params.time_in_observation), "keys": 0}
-    elif env == "bsuite" and env_params.id.startswith("cartpole_swingup"):
-        from rvfx.envs.bsuite import settings  # bsuite's defaults: 10 s at 0.01 s a step
-        kwargs = {"max_time": 10.0, "timescale": 0.01, **settings(env_params.id, env_params.kwargs)[1]}
-        out = {"A": 3, "steps": int(kwargs["max_time"] / kwargs["timescale"] + 1e-9) + 1, "inputs": 8, "keys": 0}
-    else:
+def sizes(algorithm: str, agent, env_params) -> dict | None:
+    """A run's sizes: those the environment's parameters declare (`RunSizes`: H, S, A where the
+    environment is layered, `steps`, `inputs`, `keys`) and M (features per row of the linear agents:
+    2N for the one-hot basis). None for an environment whose sizes are known only once built."""
+    out = env_params.run_sizes() if isinstance(env_params, RunSizes) else None
+    if out is None:
         return None
     if algorithm in LINEAR:
         out["M"] = 2 * out["S"] if agent.basis == "one_hot" else agent.M
-    elif algorithm in NEURAL and agent.representation == "linear_basis" and env == "deep_sea":
+    elif algorithm in NEURAL and agent.representation == "linear_basis" and "S" in out:
         out["M"] = agent.M
         out["inputs"] = out["H"] * 2 * agent.M
     return out
-
-
-def _bsuite_deep_sea_size(env_params) -> int | None:
-    """N of a bsuite deep_sea id (deep_sea/<k>, or bare deep_sea), its kwargs' `size` over the
-    sweep's, as rvfx.envs.bsuite.settings merges them; None where bsuite would refuse the id or
-    the size is no positive integer."""
-    _, _, index = env_params.id.partition("/")
-    sweep = {str(k): n for k, n in enumerate(BSUITE_DEEP_SEA_SIZES)}
-    if index and index not in sweep:
-        return None
-    return _positive_int(json_object(env_params.kwargs, "kwargs").get("size", sweep.get(index)))
-
-
-def _positive_int(value) -> int | None:
-    """`value` if it is an integer in [1, 2**63), as a spec's integers are (a size read from its JSON
-    kwargs), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 2**63 else None
 
 
 def environments_for(algorithm: str, agent) -> tuple[str, ...] | None:
@@ -137,19 +83,15 @@ def environments_for(algorithm: str, agent) -> tuple[str, ...] | None:
     return None
 
 
-def peak_parts(algorithm: str, agent, env: str, env_params, episodes: int, log: str) -> list[Part]:
+def peak_parts(algorithm: str, agent, env_params, episodes: int, log: str) -> list[Part]:
     """The terms of a run's peak memory above the interpreter's (`PROCESS_BYTES`), largest first."""
     logged = episodes if log == "all" else len(log_grid(episodes))
     parts = [Part(f"{logged:,} logged episodes (log: {log})", BYTES_PER_ROW * logged, "episodes")]
-    z = sizes(algorithm, agent, env, env_params)
+    z = sizes(algorithm, agent, env_params)
     if z is None:
         return parts
-    size_key = SIZE_KEYS.get(env, "env.id")           # bsuite: the bsuite_id sets the sizes
-    if env == "deep_sea":
-        parts.append(Part("the deep sea action map", 24 * z["S"] ** 2, size_key))
-    elif env == "random_mdp":
-        parts.append(Part("the MDP's outcome law and sampling lists", 100 * z["H"] * z["S"] ** 2 * z["A"],
-                          size_key))
+    size_key = env_params.size_key
+    parts += [Part(what, nbytes, size_key) for what, nbytes in env_params.run_memory().items()]
     H, S, A = z.get("H", 0), z.get("S", 0), z["A"]
     if algorithm in TABULAR + DEEP_SEA_KNOWN:
         tables = NEXT_STATE_TABLES.get(algorithm, 1)
@@ -223,7 +165,7 @@ def machine_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def cpu_seconds(algorithm: str, agent, env: str, env_params, episodes: int) -> float | None:
+def cpu_seconds(algorithm: str, agent, env_params, episodes: int) -> float | None:
     """Coarse estimate of one run's CPU seconds (stop_at_learning may end it sooner) at README,
     Speed's measured rates, not a bound: CPU time per step varies with the machine and its load
     (the Fig. 17 agent step, 1.46 ms there, took 5.3 ms CPU on 2026-11-27 with both cores of this
@@ -232,7 +174,7 @@ def cpu_seconds(algorithm: str, agent, env: str, env_params, episodes: int) -> f
     steps (0.1 ms + K x 0.068 ms each at batch 128 on the 50-50 MLP), and the bootstrap's
     resampling of the whole history each episode (`RESAMPLE_PER_TRANSITION`). None when the
     environment's sizes are unknown."""
-    z = sizes(algorithm, agent, env, env_params)
+    z = sizes(algorithm, agent, env_params)
     if z is None:
         return None
     per_step, per_episode = 5e-6, 5e-5

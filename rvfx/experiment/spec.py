@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from rvfx.agents import AGENTS
-from rvfx.envs import ENVS
+from rvfx.envs import ENVS, PAPER_ENVS
 from rvfx.experiment import memory, yaml_lines
 from rvfx.experiment.params import SpecError, build, check_expressions, did_you_mean, name_problem
 
@@ -178,16 +178,16 @@ def _check_run(algo: str, agent, env: str, env_params, episodes: int, log: str, 
     memory this machine has. Returns a run's estimated CPU seconds (0 when unknown).
     `where(key)` is the spec path that set a grid-style key such as "env.size"."""
     envs = memory.environments_for(algo, agent)
-    _expect(envs is None or env not in memory.SIZE_KEYS or env in envs, f"{ap}.algorithm",
+    _expect(envs is None or env not in PAPER_ENVS or env in envs, f"{ap}.algorithm",
             f"{algo} runs on {' or '.join(envs or ())}, not {env}")
-    z = memory.sizes(algo, agent, env, env_params) or {}
+    z = memory.sizes(algo, agent, env_params) or {}
     check_expressions(agent, {k: z[k] for k in ("H", "M") if k in z}, ap, agent_paths)
-    parts = memory.peak_parts(algo, agent, env, env_params, episodes, log)
+    parts = memory.peak_parts(algo, agent, env_params, episodes, log)
     need, have = memory.peak_bytes(parts) + memory.PROCESS_BYTES, memory.machine_bytes()
     _expect(need <= have, where(parts[0].key),
             f"a run would need about {need / 2**30:,.3g} GB of memory, mostly {parts[0].what} "
             f"({parts[0].nbytes / 2**30:,.3g} GB), more than this machine's {have / 2**30:,.3g} GB")
-    return memory.cpu_seconds(algo, agent, env, env_params, episodes) or 0.0
+    return memory.cpu_seconds(algo, agent, env_params, episodes) or 0.0
 
 
 def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bool = False) -> ExperimentSpec:

@@ -78,6 +78,17 @@ class CartpoleSwingUpParams:
         if self.observation == "bsuite" and self.terminate_x == 0.0:
             raise ValueError("observation 'bsuite' scales x and ẋ by terminate_x (bsuite: 3.0): set terminate_x")
 
+    size_key = "env.max_time"
+
+    def run_sizes(self) -> dict:
+        """3 actions, the steps up to max_time, the observation's width; a continuous state (`RunSizes`)."""
+        ratio = self.max_time / self.dt          # beyond 2**53 steps: their count, roughly
+        return {"A": 3, "steps": last_time_index(self) + 1 if ratio < 2**53 else ratio,
+                "inputs": OBSERVATION_SIZES[self.observation], "keys": 0}
+
+    def run_memory(self) -> dict:
+        return {}
+
 
 def bsuite_settings(level: int = 0) -> dict:
     """The preset of bsuite's cartpole_swingup/<level>: the CartpoleSwingUpParams values that make
