@@ -9,6 +9,7 @@ import pandas as pd
 
 from rvfx.agents import AGENTS
 from rvfx.envs import ENVS
+from rvfx.experiment.spec import load_spec
 from rvfx.figures import FIGURES
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extending.md"
@@ -33,6 +34,7 @@ def test_the_extending_page_runs(tmp_path, monkeypatch):
             else:
                 assert lang == "python", code
                 exec(compile(code, str(DOC), "exec"), namespace)
+        assert load_spec("chain.yaml").cpu_seconds > 0      # the chain's sizes, from its parameters
         runs = pd.read_csv(tmp_path / "results" / "chain" / "runs.csv")
         regret = runs.groupby("agent")["final_cum_regret"].mean()
         assert regret["rlsvi"] < regret["uniform"] and runs.loc[runs["agent"] == "rlsvi", "learning_time"].notna().all()
