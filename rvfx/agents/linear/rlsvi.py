@@ -26,8 +26,9 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.tabular.base import ActRule, QPolicy, TransitionStore, act_fields
+from rvfx.agents.tabular.base import ActRule, QPolicy, TransitionStore, act_fields, history_cost
 from rvfx.core.backward_induction import backward_induction
+from rvfx.core.cost import Part, RunCost
 from rvfx.core.expressions import Expr, evaluate
 from rvfx.envs.features import misspecify, one_hot_basis
 
@@ -75,6 +76,41 @@ class LinearRLSVIParams:
     act: ActRule = act_fields()["act"]
     epsilon: float = act_fields()["epsilon"]
     temperature: float = act_fields()["temperature"]
+
+
+# CPU seconds per episode, fitted to runs on deep sea (N = 10-80, M = 2-160, CPU time with both cores
+# of a 2-core VM busy; benchmarks/bench_linear.py): per row of the backward pass (the step that fills
+# it included) a fixed cost and the M x M solve's M^2 and M^3 parts (at M <= 160 LAPACK's time grows
+# nearer M^2 than M^3), and per (h, s, a, feature) the Q table's products
+LINEAR_ROW = (8e-6, 3.3e-9, 3.7e-11, 4.5e-9)
+# learn_brlsvi's statistics from the resampled counts, per H*S*A: the Gram matrices (x M^2), the
+# next-state sums (x S*M) and the next-state count tables (x S)
+LINEAR_BOOTSTRAP = (1.4e-10, 1e-11, 2.1e-9)
+
+
+def linear_sizes(params: LinearRLSVIParams, z: dict) -> dict:
+    """`AgentEntry.sizes`: M, features per row (2N for the one-hot basis)."""
+    return {"M": 2 * z["S"] if params.basis == "one_hot" else params.M}
+
+
+def linear_cost(bootstrap: bool = False):
+    """`AgentEntry.cost` of the linear agents: features, next-state sums and Gram matrices; per episode
+    the rows' solves and the Q table's products (`LINEAR_ROW`), with `bootstrap` the statistics from
+    the resampled counts (`LINEAR_BOOTSTRAP`) and the stored history."""
+    def cost(params: LinearRLSVIParams, z: dict, episodes: int, size_key: str) -> RunCost:
+        H, S, A, M = z["H"], z["S"], z["A"], z["M"]
+        copies = 3 if params.psi > 0 else 1           # phi, eta and phi + eta
+        row, row_m2, row_m3, q_product = LINEAR_ROW
+        per_episode = (H * (row + row_m2 * M ** 2 + row_m3 * M ** 3) + q_product * H * S * A * M,)
+        if bootstrap:
+            gram, next_sums, tables = LINEAR_BOOTSTRAP
+            per_episode += (H * S * A * (gram * M ** 2 + next_sums * S * M + tables * S),)
+        own = RunCost(parts=(Part("features (N, N, 2, M) and next-state sums (N, M, N)",
+                                  8 * (2 * copies + 1) * H * S * M, size_key),
+                             Part("Gram matrices (N, M, M)", 8 * 2 * H * M ** 2, "agent.M")),
+                      per_episode=per_episode)
+        return own.plus(history_cost(z, episodes)) if bootstrap else own
+    return cost
 
 
 def linear_features(env, params: LinearRLSVIParams, rng: np.random.Generator) -> np.ndarray:

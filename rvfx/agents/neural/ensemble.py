@@ -29,6 +29,7 @@ from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.representations import FiniteCodes, Representation, RepresentationKind, representation_for
 from rvfx.agents.neural.td import bootstrap_values, td_errors
 from rvfx.agents.tabular.base import greedy_policy
+from rvfx.core.cost import Part, RunCost
 from rvfx.core.protocols import ProbeStates
 
 
@@ -107,6 +108,50 @@ class DQNParams(EnsembleParams):
         "min": 0, "doc": "episodes of linear annealing epsilon -> epsilon_final (0: constant epsilon)"})
     acting_weights: Literal["episode", "live"] = field(default="live", metadata={
         "added_later": True, "doc": "live: DQN acts with the weights it is training (episode: a per-episode copy)"})
+
+
+def network_sizes(p: EnsembleParams, z: dict) -> dict:
+    """`AgentEntry.sizes`: the linear_basis input on a layered environment, M features per row of H."""
+    if p.representation == "linear_basis" and "S" in z:
+        return {"M": p.M, "inputs": z["H"] * 2 * p.M}
+    return {}
+
+
+def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> RunCost:
+    """`AgentEntry.cost` of Ensemble RLSVI / DQN: replay buffer, the K networks' copies, cached values
+    per input (keyed inputs), one SGD step's activations, and the one-off temporaries of building the
+    networks; per step the acting and the SGD steps (0.1 ms + K x 0.068 ms each at batch 128 on the
+    50-50 MLP)."""
+    K, A, B = p.K, z["A"], p.batch_size
+    hidden = [h for h in (p.hidden1, p.hidden2) if h > 0]
+    layers = list(zip([z["inputs"], *hidden], [*hidden, A]))
+    first = z["inputs"] * layers[0][1] * K
+    weights = sum((i + 1) * o for i, o in layers) * K
+    keyed = z["keys"] > 0
+    # online, target, Adam's two moments, prior; dense inputs add a flat gradient
+    copies = 2 + 2 * (p.optimizer == "adam") + (p.prior_scale > 0) + (not keyed)
+    code = 4 if keyed else 4 * z["inputs"]
+    row = 2 * code + 16 + {"bootstrap": K, "gaussian": 4 * K}.get(p.mask, 0)
+    if not keyed and p.prior_scale > 0:
+        row += 2 * 4 * K * A                    # stored prior values of s and s'
+    net_key = size_key if 2 * first > weights else "agent.hidden1"
+    parts = [Part(f"a replay buffer of {p.buffer_size:,} transitions", row * p.buffer_size, "agent.buffer_size"),
+             Part(f"{copies} copies of K={K} networks", 4 * copies * weights, net_key)]
+    temporary = 16 * first                       # W_1 drawn in float64, cast and transposed
+    if keyed:
+        parts.append(Part("cached prior and target values per input", 4 * 2 * z["keys"] * K * A, size_key))
+        temporary = max(temporary, (p.prior_scale > 0) * 4 * z["keys"] * K * (2 * sum(hidden) + A))
+    if "M" in z:
+        parts.append(Part("the linear basis input", 4 * 3 * z["inputs"] * z["S"], "agent.M"))
+    parts.append(Part("building the networks (float64 draws, the prior over every input)", temporary,
+                      net_key, temporary=True))
+    rows = min(B, z["keys"]) if keyed else B     # keyed inputs: one pass per distinct state of the batch
+    sgd = 4 * 5 * rows * K * (sum(hidden) + A) + 4 * 8 * B * K + (4 * B * rows * A if keyed else 0)
+    parts.append(Part("one SGD step's activations and gradients", sgd, "agent.batch_size"))
+    widths = [*hidden, A]
+    flops = widths[0] + sum(i * o for i, o in zip(widths, widths[1:]))
+    member = 6.8e-5 * B / 128 * flops / 2700
+    return RunCost(parts=tuple(parts), per_step=(1.5e-4 + p.sgd_steps_per_step / p.sgd_period * (1e-4 + K * member),))
 
 
 def td_step(ensemble: PriorEnsemble, tape: Tape, x: np.ndarray, action: np.ndarray,

@@ -1,4 +1,4 @@
-"""Layered tabular statistics and action selection shared by the tabular agents.
+"""Layered tabular statistics, action selection and run cost shared by the tabular agents.
 
 A time-inhomogeneous MDP with H layers of S states and A actions (deep sea: the
 row is the layer). Agents keep counts, reward sums and next-state counts, so an
@@ -10,6 +10,13 @@ from dataclasses import field
 from typing import Literal
 
 import numpy as np
+
+from rvfx.core.cost import Part, RunCost
+
+BYTES_PER_TRANSITION = 64   # TransitionStore: 24-byte rows, doubled when full, plus resampling
+# the bootstrap's resample (draws and weighted bincounts), per stored transition and episode:
+# 11-22 ns measured from 30,000 to 1.2 M stored transitions (caches miss more as the history grows)
+RESAMPLE_PER_TRANSITION = 2e-8
 
 ActRule = Literal["greedy", "epsilon_greedy", "boltzmann"]
 
@@ -118,3 +125,28 @@ class TransitionStore:
         reward_sum = np.bincount(atom, weights=w * self._reward[:n], minlength=size).reshape(shape)
         next_count = np.bincount(self._next[:n], weights=w, minlength=self._terminal + 1)
         return count, reward_sum, next_count[:self._terminal].reshape(shape + (self.S,))
+
+
+def history_cost(z: dict, episodes: int) -> RunCost:
+    """The bootstrap's `TransitionStore`: every transition of the run stored (`BYTES_PER_TRANSITION`
+    each) and the whole history resampled every episode (`RESAMPLE_PER_TRANSITION` per stored
+    transition)."""
+    transitions = episodes * z["steps"]
+    return RunCost(parts=(Part(f"{transitions:,} stored transitions (bootstrap)", BYTES_PER_TRANSITION * transitions,
+                               "episodes"),),
+                   per_run=(RESAMPLE_PER_TRANSITION * z["steps"] * episodes * (episodes + 1) / 2,))
+
+
+def tabular_cost(next_state_tables: int = 1, bootstrap: bool = False):
+    """`AgentEntry.cost` of a layered tabular agent: `next_state_tables` H×S×A×S float64 tables alive
+    at the peak of one learn_from_buffer, next_count included (psrl: Dirichlet arguments and gamma
+    draws; ucrl2: empirical transitions and their where(); brlsvi: the resampled counts), six H×S×A
+    ones, the backup's H*S*A*S each episode, and with `bootstrap` the stored history."""
+    def cost(params, z: dict, episodes: int, size_key: str) -> RunCost:
+        H, S, A = z.get("H", 0), z.get("S", 0), z["A"]
+        n = next_state_tables
+        own = RunCost(parts=(Part(f"{n} next-state table(s) of H×S×A×S", 8 * n * H * S * A * S, size_key),
+                             Part("the H×S×A tables", 8 * 6 * H * S * A, size_key)),
+                      per_episode=(3e-8 * z["H"] * z["S"] ** 2 * z["A"],))
+        return own.plus(history_cost(z, episodes)) if bootstrap else own
+    return cost
