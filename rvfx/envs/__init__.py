@@ -1,5 +1,5 @@
 """Environment registry: name -> (class, parameter dataclass); `PAPER_ENVS`, the paper's, which
-the agents' `environments_for` (rvfx.experiment.memory) speaks of."""
+an agent's `environments` (rvfx.agents.AgentEntry) speaks of."""
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.external import BsuiteParams, GymParams
