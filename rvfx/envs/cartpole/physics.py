@@ -15,6 +15,7 @@ both read them.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -136,7 +137,7 @@ def upright(cos_theta, theta_dot, x, x_dot, p: CartpoleSwingUpParams):
     each < instead of <= if strict_bounds."""
     b = p.steady_bound
     if p.x_bound or p.strict_bounds or not p.x_dot_bounded:
-        below = (lambda a, c: a < c) if p.strict_bounds else (lambda a, c: a <= c)
+        below = operator.lt if p.strict_bounds else operator.le
         ok = (cos_theta > p.upright_cos) & below(abs(theta_dot), b) & below(abs(x), p.x_bound or b)
         return ok & below(abs(x_dot), b) if p.x_dot_bounded else ok
     return (cos_theta > p.upright_cos) & (abs(theta_dot) <= b) & (abs(x) <= b) & (abs(x_dot) <= b)
