@@ -152,12 +152,17 @@ def episode_log(log: pd.DataFrame, where: str) -> pd.DataFrame:
     return log.reset_index(drop=True)
 
 
-def swingup_readouts(returns: np.ndarray, log: pd.DataFrame) -> dict:
-    """One run's readouts: the first episode (1-based) returning more than 100 (NaN if none), how many
-    episodes did, and bsuite's score (`swingup_score`) from its bsuite log."""
+def success_readouts(returns: np.ndarray) -> dict:
+    """The first episode (1-based) returning more than 100 (NaN if none), how many episodes did, and
+    how many episodes there were: bsuite's cartpole_swingup "good episode" threshold."""
     good = np.flatnonzero(np.asarray(returns, float) > SWINGUP_GOOD_EPISODE)
     return {"first_success": float(good[0] + 1) if len(good) else np.nan, "successes": int(len(good)),
-            "episodes": int(len(returns)), "score": swingup_score(log)}
+            "episodes": int(len(returns))}
+
+
+def swingup_readouts(returns: np.ndarray, log: pd.DataFrame) -> dict:
+    """One run's readouts: `success_readouts` and bsuite's score (`swingup_score`) from its bsuite log."""
+    return {**success_readouts(returns), "score": swingup_score(log)}
 
 
 if __name__ == "__main__":

@@ -157,6 +157,10 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
            "Positive control for Fig. 17: rvfx's ensemble (Glorot and Haiku initialisation) and DQN against "
            "bsuite's own boot_dqn on bsuite's cartpole_swingup: returns over episodes, the first episode with "
            "return > 100 per run (median, 95% CI), episodes > 100, bsuite's score and the verdict"),
+    Figure("cartpole_bridge", ("cartpole_bridge",), "rvfx.figures.cartpole_bridge", "draw",
+           "Beyond the paper: the bridge from bsuite's cartpole_swingup/0 to the paper's swing-up on rvfx's "
+           "cartpole, one change per arm: returns over episodes, the first episode with return > 100 per run "
+           "(median, 95% CI), episodes > 100, the rewarded fraction, the gate and the arm where learning stops"),
     Figure("mountaincar", ("mountaincar",), "rvfx.figures.interop", "fig_mountaincar",
            "Gymnasium MountainCar-v0: ensemble RLSVI vs epsilon-greedy DQN with the same network, returns over "
            "episodes (mean ± 1 s.e. over seeds) and the episode each run first reaches the flag (median, 95% CI)"),

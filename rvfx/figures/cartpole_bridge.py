@@ -1,0 +1,70 @@
+"""Beyond the paper: the bridge from bsuite's swing-up to the paper's (configs/cartpole_bridge.yaml):
+returns over episodes per arm, each run's first episode returning more than 100, and the table of the
+readouts with the stated rule (the gate against the head-to-head, the arm at which learning stops)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rvfx.analysis.bridge import ARMS, GATE_AGENT, GATE_LEVEL, arm_summary, gate, gate_reference, run_readouts, stop
+from rvfx.experiment.results import load_table
+from rvfx.figures.common import band, ci_cell, first_success_dots, plt, save, write_table
+
+EXPERIMENT = "cartpole_bridge"
+SMOOTH = 10     # returns: running mean over this many episodes per run
+
+
+def _mean_sem_cell(mean: float, sem: float, digits: int) -> str:
+    return f"{mean:.{digits}f}" if np.isnan(sem) else f"{mean:.{digits}f} ± {sem:.{digits}f}"
+
+
+def table(summary: pd.DataFrame, reference: tuple | None) -> pd.DataFrame:
+    """The summary formatted for the README: one row per arm, the rule's outcome in the last column."""
+    passed, stopped = gate(summary, reference), stop(summary)
+    where = ("" if reference is None else f" ({GATE_AGENT} at {GATE_LEVEL}: {ci_cell(*reference)})")
+
+    def rule(row) -> str:
+        if row["step"] == 0:
+            return f"gate: {passed}{where}"
+        return "learning stops here" if passed == "passes" and row["arm"] == stopped else ""
+
+    return summary.assign(**{
+        "first episode > 100: median [95% CI]": [ci_cell(m, lo, hi) for m, lo, hi in
+                                                 zip(summary["median"], summary["lo"], summary["hi"])],
+        "never > 100": [f"{k}/{n}" for k, n in zip(summary["never"], summary["seeds"])],
+        "episodes > 100 (mean ± s.e.)": [_mean_sem_cell(m, s, 1) for m, s in
+                                         zip(summary["successes"], summary["successes_sem"])],
+        "rewarded episodes (mean ± s.e.)": [_mean_sem_cell(m, s, 2) for m, s in
+                                            zip(summary["rewarded"], summary["rewarded_sem"])],
+        "learns": ["yes" if v else "no" for v in summary["learns"]],
+        "rule": [rule(r) for _, r in summary.iterrows()],
+    })[["step", "arm", "change", "seeds", "episodes", "first episode > 100: median [95% CI]", "never > 100",
+        "episodes > 100 (mean ± s.e.)", "rewarded episodes (mean ± s.e.)", "learns", "rule"]]
+
+
+def draw(results, out):
+    eps = load_table(results, EXPERIMENT, "episodes")
+    runs = run_readouts(eps)
+    summary = arm_summary(runs)
+    returns = eps.sort_values(["run_id", "episode"])
+    returns["smoothed"] = returns.groupby("run_id")["return"].transform(lambda r: r.rolling(SMOOTH, 1).mean())
+    arms = [a for a in ARMS if a in set(runs["arm"])]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
+    for i, arm in enumerate(arms):
+        r = runs[runs["arm"] == arm]
+        band(ax, returns[returns["agent"] == arm], "episode", "smoothed", f"{i} {arm} ({len(r)} seeds)", color=f"C{i}")
+        first_success_dots(ax2, i, r["first_success"].to_numpy(float), r["episodes"].to_numpy(), f"C{i}")
+    ax.axhline(100, color="k", ls=":", lw=0.8)
+    ax.set_xlabel("episode")
+    ax.set_ylabel(f"return (running mean of {SMOOTH})")
+    ax.set_title("returns per arm: mean ± 1 s.e. over seeds")
+    ax.legend(fontsize=7)
+    ax2.set_xticks(range(len(arms)))
+    ax2.set_xticklabels([f"{i} {a}" for i, a in enumerate(arms)], rotation=20, fontsize=7)
+    ax2.set_xlabel("arm (each adds one change to the one before)")
+    ax2.set_ylabel("first episode with return > 100")
+    ax2.set_title("median, 95% CI (\u25b3: never, at the budget)")
+    fig.tight_layout()
+    return (save(fig, out, EXPERIMENT) + write_table(table(summary, gate_reference(results)), out,
+                                                      f"{EXPERIMENT}_summary")
+            + write_table(runs, out, f"{EXPERIMENT}_runs"))
