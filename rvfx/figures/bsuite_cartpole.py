@@ -109,7 +109,7 @@ def draw(results, out):
         ax.set_xlabel("episode")
         ax.set_ylabel(f"return (running mean of {SMOOTH})")
         ax.set_title(f"bsuite {level}")
-        ax.legend(fontsize=7, title="mean ± 1 s.e.", title_fontsize=7)
+        ax.legend(title="mean ± 1 s.e.")
         ax2.set_xticks(range(len(agents)))
         ax2.set_xticklabels(agents, rotation=15, fontsize=7)
         ax2.set_ylabel("first episode with return > 100")

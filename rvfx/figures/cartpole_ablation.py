@@ -205,7 +205,7 @@ def _effect_panel(ax, effects, factors, col, label, done):
     if effects is not None:
         eff = effects[col].loc[factors]
         ax.errorbar(eff["effect"], y, xerr=2 * eff["se"], fmt="o", capsize=3)
-        ax.set_title(effect_note(eff, done), fontsize=7)
+        ax.set_title(effect_note(eff, done))
     else:
         ax.text(0.5, 0.5, f"effects once every cell has run\n({done.cells_run} of {done.cells} so far)",
                 transform=ax.transAxes, ha="center", va="center")
@@ -241,7 +241,7 @@ def _final_return_panel(ax, runs):
     ax.set_yscale("symlog", linthresh=10.0)   # learners near -6, the learnt line 100, the reference ~830
     ax.set_yticks([-10, -5, 0, 5, 10, 100, 1000], ["-10", "-5", "0", "5", "10", "100", "1000"])
     ax.set_ylabel("mean return, last 10% of episodes\n(linear within ±10, logarithmic beyond)")
-    ax.legend(fontsize=7)
+    ax.legend()
 
 
 def fig_ablation(results, out):

@@ -1,4 +1,5 @@
-"""Shared plotting pieces: saving, mean +- s.e. bands, learning-time scaling panels."""
+"""Shared plotting pieces: the style (rvfx.mplstyle), saving, tables, mean +- s.e. bands, learning-time
+scaling panels."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,6 +18,8 @@ from rvfx.analysis.stats import censored_medians, fit_loglog, learning_times, me
 from rvfx.experiment.results import load_spec_value, write_atomic, write_atomic_text  # noqa: E402
 from rvfx.experiment.spec import as_current  # noqa: E402
 from rvfx.figures import STAMP  # noqa: E402
+
+plt.style.use(Path(__file__).with_name("rvfx.mplstyle"))   # the text sizes every figure shares, loaded once
 
 
 def agent_params(results, experiment: str, agent: str, swept: dict | None = None):
@@ -109,7 +112,7 @@ def scaling_panel(ax, runs: pd.DataFrame, size_col: str, group_col: str, loglog:
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(size_col)
     ax.set_ylabel("learning time (episodes, eq. 7.1)")
-    ax.legend(fontsize=7, title="median; slope [95% bootstrap CI]", title_fontsize=7)
+    ax.legend(title="median; slope [95% bootstrap CI]")
     return fits
 
 

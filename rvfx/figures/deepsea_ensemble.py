@@ -47,7 +47,7 @@ def fig_ensemble(results, out):
     representation = {agent_params(results, "deepsea_ensemble", a).representation for a in runs["agent"].unique()}
     inputs = ", ".join(INPUTS[r] for r in sorted(representation))
     ax.set_title(f"learn_ensemble_rlsvi, deep sea N={size}, {inputs}")
-    ax.legend(fontsize=8, title="mean ± 1 s.e.", title_fontsize=8)
+    ax.legend(title="mean ± 1 s.e.")
 
     table = pd.DataFrame(rows)
     best_k = plateau_k(table["K"].tolist(), table["median learning time"].tolist())
@@ -69,7 +69,7 @@ def fig_ensemble(results, out):
     ax2.set_ylabel("learning time (episodes, eq. 7.1)")
     ax2.set_title("learning time vs K (\u25b3: censored at cap)")
     if ax2.get_legend_handles_labels()[0]:
-        ax2.legend(fontsize=7)
+        ax2.legend()
     fig.tight_layout()
 
     summary = pd.DataFrame({

@@ -123,16 +123,16 @@ def fig_linear_regret(results, out):
     ax.set_xlabel("episode")
     ax.set_ylabel("cumulative regret (symlog)")
     ax.set_yscale("symlog", linthresh=10)
-    ax.set_title(f"Deep sea N={size}: cumulative regret, mean ± 1 s.e.", fontsize=10)
-    ax.legend(fontsize=6)
+    ax.set_title(f"Deep sea N={size}: cumulative regret, mean ± 1 s.e.")
+    ax.legend()
     ax2.axhline(0.5, color="grey", lw=0.8, ls="-", label="0.5: learning-time threshold (eq. 7.1)")
     ax2.set_xscale("log")
     ax2.set_xlabel("episode L")
     ax2.set_ylabel("average regret per episode, Regret(L) / L")
-    ax2.set_title("per chest, mean ± 1 s.e.", fontsize=10)
-    ax2.legend(fontsize=6)
+    ax2.set_title("per chest, mean ± 1 s.e.")
+    ax2.legend()
     fig.suptitle(f"{_seeds(runs)} seeds per chest; solid: treasure and bomb pooled (as in the paper), "
-                 "dashed: treasure only, dotted: bomb only", fontsize=8)
+                 "dashed: treasure only, dotted: bomb only")
     rows = []
     for (agent, chest), g in runs.groupby(["agent", "env.treasure"], sort=False):
         m = mean_sem_all(g, "final_cum_regret")
@@ -155,20 +155,20 @@ def fig_linear_scaling(results, out):
     fig, (ax_raw, ax_log) = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
     for i, (name, g) in enumerate(runs.groupby("features", sort=False)):
         _lt_curve(ax_raw, g, "env.size", f"C{i}", name, jitter_seed=i)
-    ax_raw.legend(fontsize=7, title="median", title_fontsize=7)
+    ax_raw.legend(title="median")
     fits = scaling_panel(ax_log, runs, "env.size", "features", loglog=True)
     ns = np.sort(runs["env.size"].unique()).astype(float)
     first = censored_medians(runs, "env.size").iloc[0]
     if np.isfinite(first):          # a slope-2 guide through the smallest size's median (all M)
         ax_log.plot(ns, first * (ns / ns[0]) ** 2, color="grey", ls=":", lw=1, label="slope 2 (paper's reading)")
-        ax_log.legend(fontsize=7, title="median; slope [95% bootstrap CI]", title_fontsize=7)
+        ax_log.legend(title="median; slope [95% bootstrap CI]")
     _log_axes(ax_log, ns)
     for a, t in ((ax_raw, "(a) raw values"), (ax_log, "(b) log-log: slope = scaling exponent")):
         a.set_xlabel("deep sea size N")
         a.set_ylabel(LT_LABEL)
-        a.set_title(t, fontsize=10)
+        a.set_title(t)
     fig.suptitle(f"Linear learn_grlsvi, {_chest(results, exp)}, {_seeds(runs)} seeds per (N, M), "
-                 f"cap {_cap(results, exp)} episodes; {CENSORED_NOTE}", fontsize=8)
+                 f"cap {_cap(results, exp)} episodes; {CENSORED_NOTE}")
     rows = []
     for name, fit in fits.items():
         g = runs[runs["features"] == name]
@@ -230,11 +230,11 @@ def fig_linear_features(results, out):
                 _log_axes(ax, g["agent.M"])
             ax.set_xlabel("features per row M")
             ax.set_ylabel(LT_LABEL)
-            ax.set_title(f"{label} (basis: {basis}){', log-log' if loglog else ''}", fontsize=9)
-            ax.legend(fontsize=7)
+            ax.set_title(f"{label} (basis: {basis}){', log-log' if loglog else ''}")
+            ax.legend()
         rows += _vs_m_rows(g, f"{label} ({basis})")
     fig.suptitle(f"Linear learn_grlsvi, {_chest(results, exp)}, {_seeds(runs)} seeds per (N, M), "
-                 f"cap {_cap(results, exp)} episodes; {CENSORED_NOTE}", fontsize=8)
+                 f"cap {_cap(results, exp)} episodes; {CENSORED_NOTE}")
     return save(fig, out, "deepsea_linear_features") + write_table(pd.DataFrame(rows), out,
                                                                    "deepsea_linear_features_bend")
 
@@ -262,8 +262,8 @@ def fig_misspecified(results, out):
     ax.xaxis.set_minor_locator(mticker.NullLocator())
     ax.set_xlabel("misspecification psi (variance of eta entries; 0 = well specified)")
     ax.set_ylabel(f"cumulative regret after {T} episodes")
-    ax.set_title(f"Robustness to misspecification, N={size}, mean ± 1 s.e. over {_seeds(runs)} seeds", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(f"Robustness to misspecification, N={size}, mean ± 1 s.e. over {_seeds(runs)} seeds")
+    ax.legend()
     rows = [{"M": int(r["M"]), "seeds": int(r["seeds"]),
              f"regret at psi={r['psi_first']:g}": f"{r['regret_first']:.0f} ± {r['regret_first_sem']:.0f}",
              "largest psi where >= half the seeds learn": ("none" if np.isnan(r["largest_psi_learnt"])
@@ -320,7 +320,7 @@ def fig_tuning_lambda(results, out):
         ax.axhline(never * T, color="grey", ls=":", lw=0.8)
         ax.set_xscale("log")
         ax.set_xlabel("prior variance lambda")
-        ax.set_title(_noise_title(noise), fontsize=9)
+        ax.set_title(_noise_title(noise))
         both = pd.concat([gauss, boot])
         for key, g in both[both["env.reward_noise"] == noise].groupby("agent.v", dropna=False, sort=True):
             row = {"reward noise sd": noise, "randomization": _setting_label(key)}
@@ -328,9 +328,9 @@ def fig_tuning_lambda(results, out):
                 row[f"lambda={lam:g}"] = round(float(s["final_cum_regret"].mean()))
             rows.append(row)
     axes[0, 0].set_ylabel(f"cumulative regret after {T} episodes")
-    axes[0, -1].legend(fontsize=7)
+    axes[0, -1].legend()
     fig.suptitle(f"Linear RLSVI vs prior variance, mean ± 1 s.e. over {_seeds(runs)} seeds; "
-                 f"dotted: never opens the chest ({never:g} T)", fontsize=8)
+                 f"dotted: never opens the chest ({never:g} T)")
     return save(fig, out, "deepsea_tuning_lambda") + write_table(pd.DataFrame(rows), out,
                                                                  "deepsea_tuning_lambda_regret")
 
@@ -357,8 +357,8 @@ def fig_tuning_v(results, out):
             ax.axvline(noise ** 2, color="C3", ls=":", lw=0.8, label="v = reward noise variance")
         ax.set_xscale("log")
         ax.set_xlabel("noise variance v")
-        ax.set_title(f"{_noise_title(noise)}, lambda={lam_ref:g}", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.set_title(f"{_noise_title(noise)}, lambda={lam_ref:g}")
+        ax.legend()
         if not s.empty and not b.empty:
             best = s.loc[s["mean"].idxmin()]
             diff = bm["mean"] - best["mean"]
@@ -371,7 +371,7 @@ def fig_tuning_v(results, out):
                          "bootstrap within 2 s.e. of best v": "yes" if diff <= 2 * se else "no"})
     axes[0, 0].set_ylabel(f"cumulative regret after {T} episodes")
     fig.suptitle(f"Sensitivity to v, mean ± 1 s.e. over {_seeds(runs)} seeds (s.e. of the difference "
-                 "treats the settings as independent)", fontsize=8)
+                 "treats the settings as independent)")
     return save(fig, out, "deepsea_tuning_v") + write_table(pd.DataFrame(rows), out, "deepsea_tuning_v_bootstrap")
 
 
@@ -397,7 +397,7 @@ def fig_tuning_seeds(results, out):
             ax.plot([1, T], [never, never * T], color="grey", ls=":", lw=0.8)
             r = sub[(sub["env.reward_noise"] == noise) & pick(sub)]
             learnt = int((~r["censored"].astype(bool)).sum())
-            ax.set_title(f"{_setting_label(v)}: {learnt}/{len(r)} learn", fontsize=7)
+            ax.set_title(f"{_setting_label(v)}: {learnt}/{len(r)} learn")
             if j == 0:
                 ax.set_ylabel(f"{_noise_title(noise)}\ncumulative regret", fontsize=7)
             if i == len(noises) - 1:
@@ -410,7 +410,7 @@ def fig_tuning_seeds(results, out):
                          "final regret (min, median, max)": " / ".join(
                              f"{q:.0f}" for q in np.quantile(r["final_cum_regret"], [0, 0.5, 1]))})
     fig.suptitle(f"Per-seed cumulative regret, lambda={lam_ref:g}, one line per seed; dotted: never opens the "
-                 f"chest (linear regret {never:g} per episode); 'learn' = eq. 7.1 within {T} episodes", fontsize=8)
+                 f"chest (linear regret {never:g} per episode); 'learn' = eq. 7.1 within {T} episodes")
     return save(fig, out, "deepsea_tuning_seeds") + write_table(pd.DataFrame(rows), out, "deepsea_tuning_seeds")
 
 
@@ -450,8 +450,8 @@ def fig_bootstrap_scaling(results, out):
     _log_axes(ax_n, vs_n["env.size"])
     ax_n.set_xlabel("deep sea size N")
     ax_n.set_ylabel(LT_LABEL)
-    ax_n.set_title("(a) scaling with N; slope [95% bootstrap CI]", fontsize=9)
-    ax_n.legend(fontsize=6)
+    ax_n.set_title("(a) scaling with N; slope [95% bootstrap CI]")
+    ax_n.legend()
     rows_m = []
     for algo, (ls, mk, short) in styles.items():
         a = vs_m[vs_m["algorithm"] == algo]
@@ -464,12 +464,12 @@ def fig_bootstrap_scaling(results, out):
     ax_m.plot([], [], "k--", label="learn_grlsvi")
     ax_m.set_xlabel("features per row M")
     ax_m.set_ylabel(LT_LABEL)
-    ax_m.set_title("(b) scaling with M (solid brlsvi, dashed grlsvi)", fontsize=9)
-    ax_m.legend(fontsize=7)
+    ax_m.set_title("(b) scaling with M (solid brlsvi, dashed grlsvi)")
+    ax_m.legend()
     settings = {(p.lam, p.v) for p in (agent_params(results, exp, a) for a in agents)}
     lam_v = ", ".join(f"lambda={lam:g}, v={v:g}" for lam, v in sorted(settings, key=str))
     fig.suptitle(f"Bootstrap vs Gaussian linear RLSVI, {_chest(results, exp)}, {lam_v}, {_seeds(runs)} seeds per "
-                 f"cell, cap {_cap(results, exp)}; {CENSORED_NOTE}", fontsize=8)
+                 f"cell, cap {_cap(results, exp)}; {CENSORED_NOTE}")
     return (save(fig, out, "deepsea_bootstrap_scaling")
             + write_table(pd.DataFrame(rows_n), out, "deepsea_bootstrap_scaling_vs_N")
             + write_table(pd.DataFrame(rows_m), out, "deepsea_bootstrap_scaling_vs_M"))

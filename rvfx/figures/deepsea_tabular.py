@@ -26,8 +26,8 @@ def fig_regret(results, out):
     ax.set_title(f"Deep sea N={size}: treasure and bomb pooled")
     ax2.set_title("split by chest (log y)")
     ax2.set_yscale("symlog", linthresh=10)
-    ax.legend(fontsize=8)
-    ax2.legend(fontsize=6, ncol=2)
+    ax.legend()
+    ax2.legend(ncol=2)
     rows = []
     for agent, g in runs.groupby("agent", sort=False):
         row = {"agent": agent}

@@ -109,9 +109,8 @@ def draw(results, out):
     ax.minorticks_off()
     ax.set_xlabel("deep sea size N")
     ax.set_ylabel("learning time (episodes, eq. 7.1)")
-    ax.set_title("Table 1 by simulation: median learning time; open triangles = censored runs at their cap",
-                 fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title("Table 1 by simulation: median learning time; open triangles = censored runs at their cap")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     tab = table(per_size, fits)
     detail = per_size.assign(median=per_size["median"].round(1),
                              mean_uncensored=per_size["mean_uncensored"].round(1))
