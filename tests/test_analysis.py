@@ -162,3 +162,14 @@ def test_the_bend_table_prints_bend_summary():
     assert row["slope for M < 2N [95% CI]"] == "-1.00 [-1.00, -1.00]"
     assert row["slope for M >= 2N [95% CI]"] in ("0.00 [0.00, 0.00]", "-0.00 [-0.00, -0.00]")
     assert (row["median at M=2N"], row["median at largest M"], row["censored runs"]) == (100, 100, "0/6")
+
+
+def test_optimism_gaps_average_the_runs_without_a_history_check():
+    from rvfx.analysis.bounds import optimism_gaps
+    optimism = pd.DataFrame([{"run_id": r, "episode": e, "gap": g}
+                             for r, gaps in (("a", [1.0, 2.0, 3.0]), ("b", [3.0, 2.0, 5.0]), ("c", [99.0] * 3))
+                             for e, g in zip((1, 2, 3), gaps)])
+    gaps = optimism_gaps(optimism, pd.DataFrame({"run_id": ["c"]}))      # c has a history check: left out
+    assert gaps["episode"].tolist() == [1, 2, 3] and gaps["count"].tolist() == [2, 2, 2]
+    assert gaps["mean"].tolist() == [2.0, 2.0, 4.0] and gaps["sem"].tolist() == [1.0, 0.0, 1.0]
+    assert gaps["half"].tolist() == [1.96, 0.0, 1.96]

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rvfx.analysis.bounds import ENV_KEYS, bayes_regret, bound_summary, first_bound, second_bound
-from rvfx.analysis.stats import mean_sem
-from rvfx.core.live import log_grid
+from rvfx.analysis.bounds import ENV_KEYS, bayes_regret, bound_summary, first_bound, optimism_gaps, second_bound
 from rvfx.experiment.results import env_params, load_table
 from rvfx.figures.common import plt, save, write_table
 
@@ -66,12 +64,9 @@ def draw(results, out):
 def draw_optimism(results, out):
     exp = "regret_bound_optimism"
     post = load_table(results, exp, "posterior").sort_values("history")
-    prior = load_table(results, exp, "optimism")
-    prior = prior[~prior["run_id"].isin(post["run_id"])]                   # (a): the runs without a history check
-    gaps = mean_sem(prior, ["episode"], "gap").sort_values("episode")
-    gaps = gaps[gaps["episode"].isin(log_grid(int(gaps["episode"].max()), per_decade=5))]
+    gaps = optimism_gaps(load_table(results, exp, "optimism"), post)     # (a): the runs without a history check
     p = env_params(results, exp)
-    half = 1.96 * gaps["sem"]
+    half = gaps["half"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     ax = axes[0]
     ax.errorbar(gaps["episode"], gaps["mean"], yerr=half, fmt="o-", ms=3, capsize=2,
