@@ -7,9 +7,9 @@ import pytest
 import yaml
 from cli_helpers import assert_png
 
-from rvfx.analysis.screen import screen_runs
+from rvfx.analysis.screen import Progress, confirmation_cell, screen_runs, signs
 from rvfx.figures import FIGURES
-from rvfx.figures.cartpole_ablation import Progress, confirmation_cell, effect_note, signs
+from rvfx.figures.cartpole_ablation import effect_note
 from rvfx.report.export import export_tables
 from rvfx.report.registry import load_registry
 
@@ -148,7 +148,7 @@ def coded_cells(rows):
 
 
 def pick(rows):
-    return confirmation_cell(coded_cells(rows), ["A", "B"]).iloc[0]
+    return confirmation_cell(coded_cells(rows), ["A", "B"])
 
 
 def test_confirmation_rule_most_seeds_then_return_then_fewer_plus():
@@ -156,12 +156,13 @@ def test_confirmation_rule_most_seeds_then_return_then_fewer_plus():
             ("c2", 1, -1, [(True, 50, 150.0), (False, 9, -4.0), (False, 9, -4.0)]),
             ("c3", -1, 1, [(True, 40, 120.0), (True, 40, 110.0), (False, 9, -4.0)]),
             ("c4", 1, 1, [(True, 40, 120.0), (True, 40, 110.0), (False, 9, -4.0)])]
-    assert pick(rows)["cell"] == "c3" and pick(rows)["learnt"] == "2/3"     # c3 ties c4: fewer +
+    assert pick(rows)["cell"] == "c3" and (pick(rows)["learnt"], pick(rows)["seeds"]) == (2, 3)   # ties c4: fewer +
+    assert pick(rows)["signs"] == "-+" and pick(rows)["final_return"] == pytest.approx(226 / 3)
     better = rows[:3] + [("c4", 1, 1, [(True, 40, 120.0), (True, 40, 130.0), (False, 9, -4.0)])]
     assert pick(better)["cell"] == "c4"                                       # the higher final return
     assert pick(rows[:2])["cell"] == "c2"                                     # one seed beats none
     none = [rows[0], ("c2", 1, -1, [(False, 50, -3.0)] * 3)]
-    assert pick(none)["cell"] == "c1" and pick(none)["rule"].startswith("no cell learnt")
+    assert pick(none)["cell"] == "c1" and not pick(none)["any_learnt"] and pick(none)["rewarded_episodes"] == 90
 
 
 def test_the_screen_is_drawn_alike_from_its_recorded_per_run_tables(tmp_path):

@@ -1,5 +1,6 @@
 """Theorem 1's regret bounds, eqs. 6.1 and 6.2, as functions of the episode count L, and the
-empirical Bayesian regret that the figure and the claims set against them."""
+empirical Bayesian regret that the figure and the claims set against them; and the proof's
+optimism step as measured."""
 from __future__ import annotations
 
 import math
@@ -7,6 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from rvfx.analysis.stats import mean_sem
+from rvfx.core.live import log_grid
 from rvfx.experiment.results import load_table
 
 ENV_KEYS = ["env.horizon", "env.states", "env.actions", "env.beta"]   # (H, |X|, |A|, beta) of an environment
@@ -70,3 +73,13 @@ def regret_over_bounds(results, experiment: str) -> pd.DataFrame:
         parts.append(g.assign(regret_over_eq_6_1=g["cum_regret"] / first_bound(g["episode"], *shape),
                               regret_over_eq_6_2=g["cum_regret"] / second_bound(g["episode"], *shape)))
     return pd.concat(parts)
+
+
+def optimism_gaps(optimism: pd.DataFrame, posterior: pd.DataFrame) -> pd.DataFrame:
+    """The optimism step under the prior: per episode l of a log grid (5 a decade), the mean over
+    MDPs of max_a Q_l0(x0, a) - V*_M(x0) (`gap`) with its s.e.m. and the 95% normal half-width, over
+    the runs of `optimism` that have no history check in `posterior`."""
+    prior = optimism[~optimism["run_id"].isin(posterior["run_id"])]
+    gaps = mean_sem(prior, ["episode"], "gap").sort_values("episode")
+    gaps = gaps[gaps["episode"].isin(log_grid(int(gaps["episode"].max()), per_decade=5))]
+    return gaps.assign(half=1.96 * gaps["sem"])

@@ -94,17 +94,22 @@ def mean_sem_all(df: pd.DataFrame, value: str) -> pd.Series:
     return mean_sem(df.assign(_all=0), ["_all"], value).iloc[0]
 
 
-def median_ci(times: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
-    """Censored median of learning times (NaN = censored, i.e. +inf) and its bootstrap percentile CI.
+def median_or_inf(times: np.ndarray) -> float:
+    """The censored median, +inf (slower than any finite one) when the median itself is censored."""
+    m = censored_median(times)
+    return np.inf if np.isnan(m) else m
 
-    An interval end that is censored (> the cap) is returned as inf."""
+
+def median_ci(times: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
+    """Censored median of learning times (NaN = censored, i.e. +inf) and its bootstrap percentile CI,
+    for the figures' tables: the median NaN where censored (printed "censored"), an interval end that
+    is censored (> the cap) inf. It is `bootstrap_ci` of `median_or_inf`, the claims' estimate, whose
+    own point estimate is +inf where censored (printed "∞"), so that both print the same interval."""
     times = np.asarray(times, float)
-    rng = np.random.default_rng(seed)
-    boots = np.array([censored_median(rng.choice(times, len(times))) for _ in range(n_boot)])
-    boots = np.where(np.isnan(boots), np.inf, boots)
-    a = (1 - level) / 2
-    lo, hi = np.quantile(boots, [a, 1 - a], method="inverted_cdf") if len(times) else (np.nan, np.nan)
-    return censored_median(times), float(lo), float(hi)
+    if not len(times):
+        return np.nan, np.nan, np.nan
+    _, lo, hi = bootstrap_ci([times], lambda s: median_or_inf(s[0]), n_boot, seed, level)
+    return censored_median(times), lo, hi
 
 
 AMBIGUOUS = 2.0
@@ -171,9 +176,10 @@ def factorial_effects(runs: pd.DataFrame, factors: list[str], cell: str, respons
 def bootstrap_ci(samples: list, statistic, n_boot: int = 2000, seed: int = 0,
                  level: float = 0.95) -> tuple[float, float, float]:
     """statistic(samples) and its bootstrap percentile CI, resampling each array of `samples` (the runs
-    of one size or setting) with replacement on its own. Replicates where the statistic is NaN (a
-    censored median) are dropped, as in fit_loglog; the CI ends are replicate values (inverted CDF),
-    so a statistic taking few values (a grid point, +inf) keeps them."""
+    of one size or setting) with replacement on its own: the claims' CIs, and `median_ci`'s.
+    Replicates where the statistic is NaN (a censored median) are dropped, as in fit_loglog; the CI
+    ends are replicate values (inverted CDF), so a statistic taking few values (a grid point, +inf)
+    keeps them."""
     samples = [np.asarray(s) for s in samples]
     rng = np.random.default_rng(seed)
     boots = np.array([statistic([s[rng.integers(0, len(s), len(s))] for s in samples]) for _ in range(n_boot)],

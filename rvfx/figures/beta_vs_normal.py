@@ -29,10 +29,10 @@ def draw(results, out):
         for x in (lo, hi):
             ax.axvline(x, ls="--", color="k", lw=0.8)
         ax.axhline(0, color="grey", lw=0.5)
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title)
         ax.set_xlabel("s")
-        ax.legend(fontsize=7)
-    fig.suptitle(f"Beta(3,2) vs N(3/5, 1/3); dashed: boundaries of C = ({lo:.4f}, {hi:.4f})", fontsize=10)
+        ax.legend()
+    fig.suptitle(f"Beta(3,2) vs N(3/5, 1/3); dashed: boundaries of C = ({lo:.4f}, {hi:.4f})")
     fig.tight_layout()
     margin = margin_table()["margin"]
     summary = [{"quantity": "C lower end", "value": round(lo, 6)},

@@ -135,7 +135,7 @@ def learning_curves(results, experiment: str, title: str, name: str, out):
     ax2.set_title("seeds that have reached the upright reward (upright steps > 0)")
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=3, frameon=False)
     table = pd.DataFrame(summary_rows(results, experiment, runs))
     return save(fig, out, name) + write_table(table, out, f"{name}_summary")
 
@@ -188,7 +188,7 @@ def _frames(ax_row, traj: pd.DataFrame, paid_mask, idx, p: CartpoleSwingUpParams
     for ax, i in zip(ax_row, idx):
         r, paid = traj.iloc[i], paid_mask[i]
         draw_cartpole(ax, r["theta"], r["x"], length=p.length, rail=p.rail, color="tab:green" if paid else "tab:blue")
-        ax.set_title(f"t={r['t']:.2f}" + (" +1" if paid else ""), fontsize=7)
+        ax.set_title(f"t={r['t']:.2f}" + (" +1" if paid else ""))
 
 
 def fig_render(results, out):
@@ -235,7 +235,7 @@ def fig_render(results, out):
     ax_x.set_ylabel(f"x (rails at ±{rail:g})", color="C1")
     handles = ax.get_legend_handles_labels()
     more = ax_x.get_legend_handles_labels()
-    ax.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, ncol=3, loc="lower right")
+    ax.legend(handles[0] + more[0], handles[1] + more[1], ncol=3, loc="lower right")
     seed = int(traj["seed"].iloc[0])
     agent = traj["agent"].iloc[0]
     episodes = int(run["episodes"])
@@ -245,5 +245,5 @@ def fig_render(results, out):
         up_note += f", median |θ̇| there {run['up_speed']:.1f} rad/s (reward needs ≤ {steady:g})"
     fig.suptitle(f"Cartpole swing-up: {agent}, seed {seed}, greedy rollout of the policy after {episodes} "
                  f"episodes (one sampled member, as in Algorithm 8): return {ret:.2f}, "
-                 f"{int(rewarded_mask.sum())} rewarded steps\n{up_note}", fontsize=10)
+                 f"{int(rewarded_mask.sum())} rewarded steps\n{up_note}")
     return save(fig, out, "cartpole_render")

@@ -11,86 +11,31 @@ factor's "-" level is its value in the first cell of the spec, its "+" level the
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import pandas as pd
 
 from rvfx.analysis.final_return import LEARNT_RETURN
-from rvfx.analysis.screen import design, diagnostics_summary, screen_runs
-from rvfx.analysis.stats import clopper_pearson, factorial_effects, mean_t_ci
+from rvfx.analysis.screen import (
+    RESPONSES,
+    Progress,
+    confirmation_cell,
+    design,
+    diagnostics_summary,
+    main_effects,
+    progress,
+    screen_runs,
+    signs,
+)
+from rvfx.analysis.stats import clopper_pearson, mean_t_ci
 from rvfx.experiment.results import load_or_derive, load_spec_value
 from rvfx.figures.common import plt, save, write_table
 
 EXPERIMENT = "cartpole_ablation"
 CONFIRMATION = "cartpole_confirm"
 SWING_UP = "reference swing-up states"   # diagnostics_summary's kind of the reference controller's states
-RESPONSES = {"rewarded_episodes": "rewarded episodes", "final_return": "mean return, last 10%",
-             "overestimation": "over-estimation, last diagnostic",
-             "log_overestimation": "over-estimation, signed log10 (post hoc)"}
+LABELS = dict(zip(RESPONSES, ("rewarded episodes", "mean return, last 10%", "over-estimation, last diagnostic",
+                              "over-estimation, signed log10 (post hoc)")))   # the responses as the tables say them
 NOT_MEASURED = "n/a (not measured)"   # a response no seed of the cell has: the reference has no Q
-
-
-def factor_value(agents: dict, cell: str, factor: str):
-    """The level of `factor` ("agent.x" or "env.x") that the spec sets for `cell`, or None."""
-    scope, _, name = factor.partition(".")
-    if scope == "agent" and name in agents[cell]:
-        return agents[cell][name]
-    grid = (agents[cell].get("grid") or {}).get(factor)
-    return grid[0] if grid else None
-
-
-def signs(runs: pd.DataFrame, factors: list[str], agents: dict, controls: list[str]) -> tuple[pd.DataFrame, dict]:
-    """The design cells' runs with factor columns coded -1/+1, and each factor's (-, +) levels: its
-    value in the spec's first cell, then the other one (from the runs where the spec does not say)."""
-    cells = runs[~runs["control"]]
-    levels = {}
-    for f in factors:
-        spec = [factor_value(agents, a, f) for a in agents if a not in controls]
-        seen = spec if None not in spec else list(cells[f])
-        levels[f] = list(dict.fromkeys(seen))
-    bad = [f for f, lv in levels.items() if len(lv) != 2]
-    if bad:
-        raise ValueError(f"factors without exactly two levels in the design cells: {bad}")
-    coded = cells.assign(**{f: np.where(cells[f] == levels[f][0], -1, 1) for f in factors})
-    return coded, levels
-
-
-class Progress(NamedTuple):
-    """How far the screen's design has run: cells with a run, of all; runs finished, of all."""
-    cells_run: int
-    cells: int
-    runs: int
-    planned: int
-
-    @property
-    def complete(self) -> bool:
-        """Every design run has finished."""
-        return self.runs == self.planned
-
-    @property
-    def dof(self) -> int:
-        """Degrees of freedom of the complete screen's within-cell spread (runs minus cells), on
-        which the spec's 2 s.e. rule rests."""
-        return self.planned - self.cells
-
-    @property
-    def every_cell(self) -> bool:
-        """Every design cell has run, so the cells' signs balance and main effects are estimable."""
-        return self.cells_run == self.cells
-
-
-def progress(coded: pd.DataFrame, agents: dict, controls: list[str], seeds: int) -> Progress:
-    cells = [a for a in agents if a not in controls]
-    return Progress(coded["agent"].nunique(), len(cells), len(coded), len(cells) * seeds)
-
-
-def main_effects(coded: pd.DataFrame, factors: list[str], done: Progress) -> dict | None:
-    """Per response, the factors' main effects (indexed by factor); None until every cell has run."""
-    if not done.every_cell:
-        return None
-    return {col: factorial_effects(coded.dropna(subset=[col]), factors, "agent", col).set_index("factor")
-            for col in RESPONSES}
 
 
 def _mean_ci(df: pd.DataFrame, col: str, fmt: str = ".2f") -> pd.Series:
@@ -120,7 +65,7 @@ def response_table(runs: pd.DataFrame, first: str) -> pd.DataFrame:
         f"learnt (mean return >= {LEARNT_RETURN:g}, last 10%; exact 95% CI)":
             [_learnt(g.get_group(a)["learnt"]) for a in order],
     })
-    for col, label in RESPONSES.items():
+    for col, label in LABELS.items():
         fmt = ".1f" if col == "rewarded_episodes" else ".2f"
         table[label + " (mean, 95% CI over seeds)"] = _mean_ci(runs, col, fmt).reindex(order).to_numpy()
     table["flip rate per SGD step"] = runs.groupby("agent")["flip_rate"].mean().reindex(order).map(
@@ -145,7 +90,7 @@ def effects_table(effects: dict | None, factors: list[str], levels: dict, done: 
     degrees of freedom (a first second seed gives an s.e. from one)."""
     rows = {f: {"factor": f"{chr(65 + i)} {f}", "levels (- / +)": f"{levels[f][0]} / {levels[f][1]}",
                 "runs": f"{done.runs} of {done.planned}"} for i, f in enumerate(factors)}
-    for col, label in RESPONSES.items():
+    for col, label in LABELS.items():
         for f in factors:
             if effects is None:
                 rows[f][f"{label}: effect ± s.e."] = f"n/a ({done.cells_run} of {done.cells} cells run)"
@@ -162,32 +107,18 @@ def effects_table(effects: dict | None, factors: list[str], levels: dict, done: 
     return pd.DataFrame(rows.values())
 
 
-def confirmation_cell(coded: pd.DataFrame, factors: list[str], done: Progress | None = None) -> pd.DataFrame:
-    """The design cell the spec's rule sends to configs/cartpole_confirm.yaml, as a one-row table.
-
-    Fixed before the screen was seen (spec comments): the cell learning in the most seeds, ties
-    broken by the higher mean final return, then by fewer factors at +; if no cell learns in any
-    seed, the cell with the most rewarded episodes per run (same ties), reported as no success.
-    Chosen once every design run has finished (`done`, from `progress`): before, "none yet".
-    """
+def confirmation_table(coded: pd.DataFrame, factors: list[str], done: Progress | None = None) -> pd.DataFrame:
+    """`confirmation_cell` as a one-row table, "none yet" until every design run has finished (`done`)."""
     if done is not None and not done.complete:
         return pd.DataFrame([{"cell": "none yet", "signs": "", "learnt": "", "rewarded episodes per run": "",
                               "mean return, last 10%": "", "rule": f"chosen when the screen is complete: "
                                                                   f"{done.runs} of {done.planned} design runs"}])
-    g = coded.groupby("agent", sort=False)
-    cells = pd.DataFrame({"learnt": g["learnt"].sum().astype(int), "seeds": g.size(),
-                          "rewarded_episodes": g["rewarded_episodes"].mean(),
-                          "final_return": g["final_return"].mean(),
-                          "plus": (g[factors].first() > 0).sum(axis=1)})
-    any_learnt = cells["learnt"].max() > 0
-    first = "learnt" if any_learnt else "rewarded_episodes"
-    best = cells.sort_values([first, "final_return", "plus"], ascending=[False, False, True], kind="stable").iloc[0]
+    best = confirmation_cell(coded, factors)
     return pd.DataFrame([{
-        "cell": best.name, "signs": "".join("+" if v > 0 else "-" for v in g[factors].first().loc[best.name]),
-        "learnt": f"{int(best['learnt'])}/{int(best['seeds'])}",
+        "cell": best["cell"], "signs": best["signs"], "learnt": f"{best['learnt']}/{best['seeds']}",
         "rewarded episodes per run": f"{best['rewarded_episodes']:.1f}",
         "mean return, last 10%": f"{best['final_return']:.2f}",
-        "rule": "most seeds learnt (ties: final return, then fewer +)" if any_learnt else
+        "rule": "most seeds learnt (ties: final return, then fewer +)" if best["any_learnt"] else
                 "no cell learnt: most rewarded episodes per run (ties: final return, then fewer +); "
                 "the confirmation reports what it learns, not a success"}])
 
@@ -205,7 +136,7 @@ def _effect_panel(ax, effects, factors, col, label, done):
     if effects is not None:
         eff = effects[col].loc[factors]
         ax.errorbar(eff["effect"], y, xerr=2 * eff["se"], fmt="o", capsize=3)
-        ax.set_title(effect_note(eff, done), fontsize=7)
+        ax.set_title(effect_note(eff, done))
     else:
         ax.text(0.5, 0.5, f"effects once every cell has run\n({done.cells_run} of {done.cells} so far)",
                 transform=ax.transAxes, ha="center", va="center")
@@ -241,7 +172,7 @@ def _final_return_panel(ax, runs):
     ax.set_yscale("symlog", linthresh=10.0)   # learners near -6, the learnt line 100, the reference ~830
     ax.set_yticks([-10, -5, 0, 5, 10, 100, 1000], ["-10", "-5", "0", "5", "10", "100", "1000"])
     ax.set_ylabel("mean return, last 10% of episodes\n(linear within ±10, logarithmic beyond)")
-    ax.legend(fontsize=7)
+    ax.legend()
 
 
 def fig_ablation(results, out):
@@ -263,7 +194,7 @@ def fig_ablation(results, out):
     return (save(fig, out, "cartpole_ablation")
             + write_table(cell_table(runs, coded, factors), out, "cartpole_ablation_cells")
             + write_table(effects_table(effects, factors, levels, done), out, "cartpole_ablation_effects")
-            + write_table(confirmation_cell(coded, factors, done), out, "cartpole_ablation_confirmation"))
+            + write_table(confirmation_table(coded, factors, done), out, "cartpole_ablation_confirmation"))
 
 
 def _legend(ax, **kw):

@@ -1,4 +1,5 @@
-"""Shared plotting pieces: saving, mean +- s.e. bands, learning-time scaling panels."""
+"""Shared plotting pieces: the style (rvfx.mplstyle), saving, tables, mean +- s.e. bands, learning-time
+scaling panels."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,10 +14,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rvfx.agents import AGENTS  # noqa: E402
-from rvfx.analysis.stats import censored_medians, fit_loglog, learning_times, mean_sem, median_ci  # noqa: E402
+from rvfx.analysis.scaling import size_medians, slope_fits  # noqa: E402
+from rvfx.analysis.stats import censored_medians, learning_times, mean_sem, median_ci  # noqa: E402
 from rvfx.experiment.results import load_spec_value, write_atomic, write_atomic_text  # noqa: E402
 from rvfx.experiment.spec import as_current  # noqa: E402
 from rvfx.figures import STAMP  # noqa: E402
+
+plt.style.use(Path(__file__).with_name("rvfx.mplstyle"))   # the text sizes every figure shares, loaded once
 
 
 def agent_params(results, experiment: str, agent: str, swept: dict | None = None):
@@ -86,20 +90,17 @@ def run_dots(ax, x: np.ndarray, lt: np.ndarray, caps: np.ndarray, color, seed: i
         ax.scatter(jitter[cens], caps[cens], marker="^", s=triangle, facecolors="none", edgecolors=color)
 
 
-def scaling_panel(ax, runs: pd.DataFrame, size_col: str, group_col: str, loglog: bool = True):
+def scaling_panel(ax, runs: pd.DataFrame, fits: pd.DataFrame, size_col: str, group_col: str, loglog: bool = True):
     """Learning time vs size per group: one dot per run, censored runs as open triangles
-    at their cap, the median per size, and the fitted log-log slope with its 95% CI."""
-    fits = {}
-    for i, (name, g) in enumerate(runs.groupby(group_col, sort=False)):
+    at their cap, the median per size, and the fitted log-log slope with its 95% CI (`fits`, from
+    `slope_fits(runs, size_col, group_col)`)."""
+    for i, (fit, (name, g)) in enumerate(zip(fits.to_dict("records"), runs.groupby(group_col, sort=False))):
         color = f"C{i}"
-        lt = learning_times(g)
-        sizes = g[size_col].to_numpy(float)
-        run_dots(ax, sizes, lt, g["episodes_run"].to_numpy(float), color, i, spread=0.03, size=10, alpha=0.4)
-        fit = fit_loglog(sizes, lt)
-        fits[name] = fit
+        run_dots(ax, g[size_col].to_numpy(float), learning_times(g), g["episodes_run"].to_numpy(float), color, i,
+                 spread=0.03, size=10, alpha=0.4)
         med = censored_medians(g, size_col).dropna()
-        label = (f"{name}: slope {fit.slope:.2f} [{fit.lo:.2f}, {fit.hi:.2f}]"
-                 if np.isfinite(fit.slope) else f"{name}: too few uncensored sizes")
+        label = (f"{name}: slope {fit['slope']:.2f} [{fit['lo']:.2f}, {fit['hi']:.2f}]"
+                 if np.isfinite(fit["slope"]) else f"{name}: too few uncensored sizes")
         ax.plot(med.index, med.values, "-o", ms=3, color=color, label=label)
     if loglog:
         ax.set_xscale("log")
@@ -109,8 +110,7 @@ def scaling_panel(ax, runs: pd.DataFrame, size_col: str, group_col: str, loglog:
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(size_col)
     ax.set_ylabel("learning time (episodes, eq. 7.1)")
-    ax.legend(fontsize=7, title="median; slope [95% bootstrap CI]", title_fontsize=7)
-    return fits
+    ax.legend(title="median; slope [95% bootstrap CI]")
 
 
 def fmt_episodes(x: float) -> str:
@@ -123,37 +123,32 @@ def ci_cell(med: float, lo: float, hi: float) -> str:
     return f"{fmt_episodes(med)} [{fmt_episodes(lo)}, {fmt_episodes(hi)}]"
 
 
-def censored_cell(runs: pd.DataFrame) -> str:
-    """"censored/runs" of a group of runs."""
-    return f"{int(runs['censored'].sum())}/{len(runs)}"
-
-
-def slope_row(fit, runs: pd.DataFrame) -> dict:
-    """Summary-table cells of one fitted scaling line (`fit`) over its `runs`."""
-    finite = np.isfinite(fit.slope)
-    return {"slope": round(fit.slope, 2) if finite else "n/a",
-            "95% CI": f"[{fit.lo:.2f}, {fit.hi:.2f}]" if finite and np.isfinite(fit.lo) else "n/a",
-            "sizes fitted": " ".join(str(int(s)) for s in fit.sizes_used),
-            "sizes with censored median": " ".join(str(int(s)) for s in fit.sizes_censored),
-            "censored runs": censored_cell(runs)}
+def slope_row(fit: dict) -> dict:
+    """Summary-table cells of one fitted scaling line (a row of `slope_fits`)."""
+    finite = np.isfinite(fit["slope"])
+    return {"slope": round(float(fit["slope"]), 2) if finite else "n/a",
+            "95% CI": f"[{fit['lo']:.2f}, {fit['hi']:.2f}]" if finite and np.isfinite(fit["lo"]) else "n/a",
+            "sizes fitted": " ".join(str(int(s)) for s in fit["sizes_used"]),
+            "sizes with censored median": " ".join(str(int(s)) for s in fit["sizes_censored"]),
+            "censored runs": f"{fit['censored']}/{fit['runs']}"}
 
 
 def size_scaling_figure(runs: pd.DataFrame, title: str, out: Path, name: str, label: str = "agent",
                         figsize=(6, 4.5), extra=None) -> list[Path]:
     """Learning time vs deep sea size N per agent (`scaling_panel`, log-log), the table
-    `<name>_slopes` of fitted slopes (`extra(runs of one agent)` may add columns to its row) and the
-    table `<name>_sizes` of the median learning time per agent and N that each line is fitted to."""
+    `<name>_slopes` of fitted slopes (`slope_fits`; `extra(runs of one agent)` may add columns to its
+    row) and the table `<name>_sizes` of the median learning time per agent and N that each line is
+    fitted to (`size_medians`)."""
+    fits = slope_fits(runs, "env.size", "agent")
     fig, ax = plt.subplots(figsize=figsize)
-    fits = scaling_panel(ax, runs, "env.size", "agent")
+    scaling_panel(ax, runs, fits, "env.size", "agent")
     ax.set_xlabel("deep sea size N")
     ax.set_title(title)
-    rows, sizes = [], []
-    for agent, fit in fits.items():
-        g = runs[runs["agent"] == agent]
-        rows.append({label: agent, **slope_row(fit, g), **(extra(g) if extra else {})})
-        for n, r in g.groupby("env.size"):
-            sizes.append({label: agent, "N": int(n), "seeds": len(r),
-                          "median learning time [95% CI]": ci_cell(*median_ci(learning_times(r))),
-                          "censored": censored_cell(r)})
+    rows = [{label: fit["agent"], **slope_row(fit), **(extra(runs[runs["agent"] == fit["agent"]]) if extra else {})}
+            for fit in fits.to_dict("records")]
+    sizes = [{label: r["agent"], "N": int(r["env.size"]), "seeds": r["runs"],
+              "median learning time [95% CI]": ci_cell(r["median"], r["lo"], r["hi"]),
+              "censored": f"{r['censored']}/{r['runs']}"}
+             for r in size_medians(runs, "agent").to_dict("records")]
     return (save(fig, out, name) + write_table(pd.DataFrame(rows), out, f"{name}_slopes")
             + write_table(pd.DataFrame(sizes), out, f"{name}_sizes"))

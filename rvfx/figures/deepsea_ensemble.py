@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 
 from rvfx.analysis.curves import regret_curves
-from rvfx.analysis.stats import learning_times, mean_sem_all, median_ci, plateau_k
+from rvfx.analysis.deepsea_ensemble import ensemble_summary
+from rvfx.analysis.stats import learning_times
 from rvfx.experiment.results import load_or_derive, load_spec_value, load_table
 from rvfx.figures.common import (
     agent_params,
@@ -28,7 +29,6 @@ def fig_ensemble(results, out):
     kcol = "agent.K"
     ks = sorted(runs[kcol].unique())
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1.4, 1]})
-    rows = []
     for i, k in enumerate(ks):
         g = eps[eps[kcol] == k]
         r = runs[runs[kcol] == k]
@@ -37,29 +37,22 @@ def fig_ensemble(results, out):
         # learning time vs K: one dot per seed, censored seeds as open triangles at the cap
         run_dots(ax2, np.full(len(lt), float(k)), lt, r["episodes_run"].to_numpy(float), f"C{i}", i,
                  spread=0.06, size=10, alpha=0.4)
-        med, lo, hi = median_ci(lt)
-        final = mean_sem_all(r, "final_cum_regret")
-        rows.append({"K": int(k), "seeds": len(r), "median learning time": med, "lo": lo, "hi": hi,
-                     "censored": int(r["censored"].sum()), "episodes": int(r["episodes_run"].max()),
-                     "final regret": f"{final['mean']:.1f} ± {final['sem']:.1f}"})
     ax.set_xlabel("episode")
     ax.set_ylabel("cumulative regret")
     representation = {agent_params(results, "deepsea_ensemble", a).representation for a in runs["agent"].unique()}
     inputs = ", ".join(INPUTS[r] for r in sorted(representation))
     ax.set_title(f"learn_ensemble_rlsvi, deep sea N={size}, {inputs}")
-    ax.legend(fontsize=8, title="mean ± 1 s.e.", title_fontsize=8)
+    ax.legend(title="mean ± 1 s.e.")
 
-    table = pd.DataFrame(rows)
-    best_k = plateau_k(table["K"].tolist(), table["median learning time"].tolist())
+    table = ensemble_summary(runs, kcol)
     # learning time vs K: the median with its bootstrap CI over the dots
-    fin = table[np.isfinite(table["median learning time"])]
+    fin = table[np.isfinite(table["median"])]
     if len(fin):
-        err = np.vstack([fin["median learning time"] - fin["lo"],
-                         np.where(np.isfinite(fin["hi"]), fin["hi"], fin["median learning time"])
-                         - fin["median learning time"]])
-        ax2.errorbar(fin["K"], fin["median learning time"], yerr=err, fmt="-o", ms=4, color="k",
+        err = np.vstack([fin["median"] - fin["lo"], np.where(np.isfinite(fin["hi"]), fin["hi"], fin["median"])
+                         - fin["median"]])
+        ax2.errorbar(fin["K"], fin["median"], yerr=err, fmt="-o", ms=4, color="k",
                      capsize=3, label="median, 95% bootstrap CI")
-    if best_k is not None:
+    for best_k in table.loc[table["plateau"], "K"]:
         ax2.axvline(best_k, ls=":", color="grey", label=f"plateau: K={best_k}")
     ax2.set_xscale("log")
     ax2.set_xticks(ks)
@@ -69,17 +62,18 @@ def fig_ensemble(results, out):
     ax2.set_ylabel("learning time (episodes, eq. 7.1)")
     ax2.set_title("learning time vs K (\u25b3: censored at cap)")
     if ax2.get_legend_handles_labels()[0]:
-        ax2.legend(fontsize=7)
+        ax2.legend()
     fig.tight_layout()
 
     summary = pd.DataFrame({
         "K": table["K"], "seeds": table["seeds"],
         "median learning time [95% CI]": [ci_cell(m, lo, hi) for m, lo, hi in
-                                          zip(table["median learning time"], table["lo"], table["hi"])],
+                                          zip(table["median"], table["lo"], table["hi"])],
         "censored": [f"{c}/{s}" for c, s in zip(table["censored"], table["seeds"])],
-        "final cumulative regret (mean ± s.e.)": table["final regret"],
+        "final cumulative regret (mean ± s.e.)": [f"{m:.1f} ± {s:.1f}" for m, s in
+                                                  zip(table["regret"], table["regret_sem"])],
         "episodes": table["episodes"],
-        "plateau": ["<- plateau" if k == best_k else "" for k in table["K"]],
+        "plateau": np.where(table["plateau"], "<- plateau", ""),
     })
     return save(fig, out, "deepsea_ensemble") + write_table(summary, out, "deepsea_ensemble_summary")
 

@@ -7,16 +7,16 @@ import numpy as np
 import pandas as pd
 
 from rvfx.agents.linear.rlsvi import LinearRLSVIParams
-from rvfx.analysis.deepsea_linear import misspecification_summary
-from rvfx.analysis.stats import (
-    censored_median,
-    censored_medians,
-    fit_loglog,
-    learning_times,
-    mean_sem,
-    mean_sem_all,
-    two_piece_breakpoint,
+from rvfx.analysis.deepsea_linear import (
+    bend_summary,
+    bootstrap_vs_best_v,
+    misspecification_summary,
+    regret_by_lambda,
+    regret_summary,
+    seed_summary,
 )
+from rvfx.analysis.scaling import cis_overlap, slope_fits
+from rvfx.analysis.stats import censored_medians, learning_times, mean_sem, mean_sem_all
 from rvfx.envs.deep_sea import optimal_return
 from rvfx.experiment.results import env_params, load_spec_value, load_table
 from rvfx.figures.common import (
@@ -36,7 +36,8 @@ CENSORED_NOTE = "dots: runs; line: median; open triangles: censored runs at thei
 
 
 def _fmt_fit(fit) -> str:
-    return f"{fit.slope:.2f} [{fit.lo:.2f}, {fit.hi:.2f}]" if np.isfinite(fit.slope) else "n/a"
+    """"slope [lo, hi]" of a row of `slope_fits`, n/a when unfitted."""
+    return f"{fit['slope']:.2f} [{fit['lo']:.2f}, {fit['hi']:.2f}]" if np.isfinite(fit["slope"]) else "n/a"
 
 
 def _seeds(df: pd.DataFrame) -> int:
@@ -123,25 +124,21 @@ def fig_linear_regret(results, out):
     ax.set_xlabel("episode")
     ax.set_ylabel("cumulative regret (symlog)")
     ax.set_yscale("symlog", linthresh=10)
-    ax.set_title(f"Deep sea N={size}: cumulative regret, mean ± 1 s.e.", fontsize=10)
-    ax.legend(fontsize=6)
+    ax.set_title(f"Deep sea N={size}: cumulative regret, mean ± 1 s.e.")
+    ax.legend()
     ax2.axhline(0.5, color="grey", lw=0.8, ls="-", label="0.5: learning-time threshold (eq. 7.1)")
     ax2.set_xscale("log")
     ax2.set_xlabel("episode L")
     ax2.set_ylabel("average regret per episode, Regret(L) / L")
-    ax2.set_title("per chest, mean ± 1 s.e.", fontsize=10)
-    ax2.legend(fontsize=6)
+    ax2.set_title("per chest, mean ± 1 s.e.")
+    ax2.legend()
     fig.suptitle(f"{_seeds(runs)} seeds per chest; solid: treasure and bomb pooled (as in the paper), "
-                 "dashed: treasure only, dotted: bomb only", fontsize=8)
-    rows = []
-    for (agent, chest), g in runs.groupby(["agent", "env.treasure"], sort=False):
-        m = mean_sem_all(g, "final_cum_regret")
-        lt = learning_times(g)
-        rows.append({"agent": agent, "chest": "treasure" if chest else "bomb", "seeds": len(g),
-                     "episodes": int(g["episodes_run"].max()),
-                     "final cumulative regret": f"{m['mean']:.1f} ± {m['sem']:.1f}",
-                     "learning time (median)": fmt_episodes(censored_median(lt)),
-                     "runs never learnt": f"{int(np.isnan(lt).sum())}/{len(g)}"})
+                 "dashed: treasure only, dotted: bomb only")
+    rows = [{"agent": r["agent"], "chest": "treasure" if r["treasure"] else "bomb", "seeds": r["seeds"],
+             "episodes": r["episodes"], "final cumulative regret": f"{r['regret']:.1f} ± {r['regret_sem']:.1f}",
+             "learning time (median)": fmt_episodes(r["median_learning_time"]),
+             "runs never learnt": f"{r['never_learnt']}/{r['seeds']}"}
+            for r in regret_summary(runs).to_dict("records")]
     return save(fig, out, "deepsea_linear") + write_table(pd.DataFrame(rows), out, "deepsea_linear_summary")
 
 
@@ -155,25 +152,26 @@ def fig_linear_scaling(results, out):
     fig, (ax_raw, ax_log) = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
     for i, (name, g) in enumerate(runs.groupby("features", sort=False)):
         _lt_curve(ax_raw, g, "env.size", f"C{i}", name, jitter_seed=i)
-    ax_raw.legend(fontsize=7, title="median", title_fontsize=7)
-    fits = scaling_panel(ax_log, runs, "env.size", "features", loglog=True)
+    ax_raw.legend(title="median")
+    fits = slope_fits(runs, "env.size", "features")
+    scaling_panel(ax_log, runs, fits, "env.size", "features", loglog=True)
     ns = np.sort(runs["env.size"].unique()).astype(float)
     first = censored_medians(runs, "env.size").iloc[0]
     if np.isfinite(first):          # a slope-2 guide through the smallest size's median (all M)
         ax_log.plot(ns, first * (ns / ns[0]) ** 2, color="grey", ls=":", lw=1, label="slope 2 (paper's reading)")
-        ax_log.legend(fontsize=7, title="median; slope [95% bootstrap CI]", title_fontsize=7)
+        ax_log.legend(title="median; slope [95% bootstrap CI]")
     _log_axes(ax_log, ns)
     for a, t in ((ax_raw, "(a) raw values"), (ax_log, "(b) log-log: slope = scaling exponent")):
         a.set_xlabel("deep sea size N")
         a.set_ylabel(LT_LABEL)
-        a.set_title(t, fontsize=10)
+        a.set_title(t)
     fig.suptitle(f"Linear learn_grlsvi, {_chest(results, exp)}, {_seeds(runs)} seeds per (N, M), "
-                 f"cap {_cap(results, exp)} episodes; {CENSORED_NOTE}", fontsize=8)
+                 f"cap {_cap(results, exp)} episodes; {CENSORED_NOTE}")
     rows = []
-    for name, fit in fits.items():
-        g = runs[runs["features"] == name]
+    for fit in fits.to_dict("records"):
+        g = runs[runs["features"] == fit["features"]]
         med = censored_medians(g, "env.size")
-        rows.append({"M": int(g["agent.M"].iloc[0]), **slope_row(fit, g),
+        rows.append({"M": int(g["agent.M"].iloc[0]), **slope_row(fit),
                      "median learning time by N": " ".join(f"{int(n)}:{'cens' if np.isnan(v) else int(v)}"
                                                           for n, v in med.items())})
     return save(fig, out, "deepsea_linear_scaling") + write_table(pd.DataFrame(rows), out,
@@ -184,24 +182,17 @@ def fig_linear_scaling(results, out):
 # Fig. 8 and 13b: learning time vs M
 
 def _vs_m_rows(runs: pd.DataFrame, label: str) -> list[dict]:
-    """Per N: log-log slope of the median learning time in M below and at/above M = 2N, and the
-    best-fitting kink of a two-piece line (where the curve bends)."""
-    rows = []
-    for n, g in runs.groupby("env.size"):
-        m, lt = g["agent.M"].to_numpy(float), learning_times(g)
-        below, above = m < 2 * n, m >= 2 * n
-        med = censored_medians(g, "agent.M")
-        known = med.dropna()
-        kink = two_piece_breakpoint(known.index.to_numpy(float), known.to_numpy())
-        at2n = med.get(2 * n, np.nan)
-        rows.append({"runs": label, "N": int(n), "2N": int(2 * n),
-                     "slope for M < 2N [95% CI]": _fmt_fit(fit_loglog(m[below], lt[below])),
-                     "slope for M >= 2N [95% CI]": _fmt_fit(fit_loglog(m[above], lt[above])),
-                     "best kink M (two-piece log-log fit)": f"{kink:.0f}" if len(known) >= 4 else "n/a",
-                     "median at M=2N": "n/a" if np.isnan(at2n) else int(at2n),
-                     "median at largest M": ("cens" if np.isnan(med.iloc[-1]) else int(med.iloc[-1])),
-                     "censored runs": f"{int(np.isnan(lt).sum())}/{len(g)}"})
-    return rows
+    """`bend_summary` of `runs` as table rows: per N, the slopes in M below and at/above M = 2N, the
+    best-fitting kink of a two-piece line (where the curve bends) and the medians."""
+    def fit(r, side):
+        return _fmt_fit({k: r[f"{side}_{k}"] for k in ("slope", "lo", "hi")})
+    return [{"runs": label, "N": r["N"], "2N": 2 * r["N"],
+             "slope for M < 2N [95% CI]": fit(r, "below"), "slope for M >= 2N [95% CI]": fit(r, "above"),
+             "best kink M (two-piece log-log fit)": "n/a" if np.isnan(r["kink"]) else f"{r['kink']:.0f}",
+             "median at M=2N": "n/a" if np.isnan(r["median_at_2N"]) else int(r["median_at_2N"]),
+             "median at largest M": "cens" if np.isnan(r["median_at_largest"]) else int(r["median_at_largest"]),
+             "censored runs": f"{r['censored']}/{r['runs']}"}
+            for r in bend_summary(runs).to_dict("records")]
 
 
 def _vs_m_panel(ax, runs: pd.DataFrame, linestyle="-", marker="o", labels=True):
@@ -230,11 +221,11 @@ def fig_linear_features(results, out):
                 _log_axes(ax, g["agent.M"])
             ax.set_xlabel("features per row M")
             ax.set_ylabel(LT_LABEL)
-            ax.set_title(f"{label} (basis: {basis}){', log-log' if loglog else ''}", fontsize=9)
-            ax.legend(fontsize=7)
+            ax.set_title(f"{label} (basis: {basis}){', log-log' if loglog else ''}")
+            ax.legend()
         rows += _vs_m_rows(g, f"{label} ({basis})")
     fig.suptitle(f"Linear learn_grlsvi, {_chest(results, exp)}, {_seeds(runs)} seeds per (N, M), "
-                 f"cap {_cap(results, exp)} episodes; {CENSORED_NOTE}", fontsize=8)
+                 f"cap {_cap(results, exp)} episodes; {CENSORED_NOTE}")
     return save(fig, out, "deepsea_linear_features") + write_table(pd.DataFrame(rows), out,
                                                                    "deepsea_linear_features_bend")
 
@@ -262,8 +253,8 @@ def fig_misspecified(results, out):
     ax.xaxis.set_minor_locator(mticker.NullLocator())
     ax.set_xlabel("misspecification psi (variance of eta entries; 0 = well specified)")
     ax.set_ylabel(f"cumulative regret after {T} episodes")
-    ax.set_title(f"Robustness to misspecification, N={size}, mean ± 1 s.e. over {_seeds(runs)} seeds", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(f"Robustness to misspecification, N={size}, mean ± 1 s.e. over {_seeds(runs)} seeds")
+    ax.legend()
     rows = [{"M": int(r["M"]), "seeds": int(r["seeds"]),
              f"regret at psi={r['psi_first']:g}": f"{r['regret_first']:.0f} ± {r['regret_first_sem']:.0f}",
              "largest psi where >= half the seeds learn": ("none" if np.isnan(r["largest_psi_learnt"])
@@ -309,7 +300,6 @@ def fig_tuning_lambda(results, out):
     vs = np.sort(gauss["agent.v"].unique())
     cmap = plt.get_cmap("viridis")
     never = _never_opens(results, exp)
-    rows = []
     for ax, noise in zip(axes[0], noises):
         for k, v in enumerate(vs):
             g = gauss[(gauss["env.reward_noise"] == noise) & (gauss["agent.v"] == v)]
@@ -320,17 +310,15 @@ def fig_tuning_lambda(results, out):
         ax.axhline(never * T, color="grey", ls=":", lw=0.8)
         ax.set_xscale("log")
         ax.set_xlabel("prior variance lambda")
-        ax.set_title(_noise_title(noise), fontsize=9)
-        both = pd.concat([gauss, boot])
-        for key, g in both[both["env.reward_noise"] == noise].groupby("agent.v", dropna=False, sort=True):
-            row = {"reward noise sd": noise, "randomization": _setting_label(key)}
-            for lam, s in g.groupby("agent.lam"):
-                row[f"lambda={lam:g}"] = round(float(s["final_cum_regret"].mean()))
-            rows.append(row)
+        ax.set_title(_noise_title(noise))
+    regret = regret_by_lambda(pd.concat([gauss, boot]))
+    rows = [{"reward noise sd": noise, "randomization": _setting_label(v),
+             **{f"lambda={lam:g}": round(float(r)) for lam, r in zip(g["lam"], g["regret"])}}
+            for (noise, v), g in regret.groupby(["reward_noise", "v"], dropna=False, sort=False)]
     axes[0, 0].set_ylabel(f"cumulative regret after {T} episodes")
-    axes[0, -1].legend(fontsize=7)
+    axes[0, -1].legend()
     fig.suptitle(f"Linear RLSVI vs prior variance, mean ± 1 s.e. over {_seeds(runs)} seeds; "
-                 f"dotted: never opens the chest ({never:g} T)", fontsize=8)
+                 f"dotted: never opens the chest ({never:g} T)")
     return save(fig, out, "deepsea_tuning_lambda") + write_table(pd.DataFrame(rows), out,
                                                                  "deepsea_tuning_lambda_regret")
 
@@ -342,12 +330,10 @@ def fig_tuning_v(results, out):
     never = _never_opens(results, exp)
     fig, axes = plt.subplots(1, len(noises), figsize=(6 * len(noises), 4.5), sharey=True, squeeze=False,
                              layout="constrained")
-    rows = []
     for ax, noise in zip(axes[0], noises):
         g = gauss[(gauss["env.reward_noise"] == noise) & (gauss["agent.lam"] == lam_ref)]
         b = boot[(boot["env.reward_noise"] == noise) & (boot["agent.lam"] == lam_ref)]
         band(ax, g, "agent.v", "final_cum_regret", "learn_grlsvi", color="C0")
-        s = mean_sem(g, ["agent.v"], "final_cum_regret").sort_values("agent.v")
         if not b.empty:
             bm = mean_sem_all(b, "final_cum_regret")
             ax.axhline(bm["mean"], color="k", ls="--", label="learn_brlsvi (bootstrap, no v to choose)")
@@ -357,21 +343,18 @@ def fig_tuning_v(results, out):
             ax.axvline(noise ** 2, color="C3", ls=":", lw=0.8, label="v = reward noise variance")
         ax.set_xscale("log")
         ax.set_xlabel("noise variance v")
-        ax.set_title(f"{_noise_title(noise)}, lambda={lam_ref:g}", fontsize=9)
-        ax.legend(fontsize=7)
-        if not s.empty and not b.empty:
-            best = s.loc[s["mean"].idxmin()]
-            diff = bm["mean"] - best["mean"]
-            se = float(np.hypot(bm["sem"], best["sem"]))
-            rows.append({"reward noise sd": noise, "lambda": lam_ref, "best v": f"{best['agent.v']:g}",
-                         "regret, best v": f"{best['mean']:.0f} ± {best['sem']:.0f}",
-                         "regret, bootstrap": f"{bm['mean']:.0f} ± {bm['sem']:.0f}",
-                         "bootstrap - best v": f"{diff:+.0f} ± {se:.0f}",
-                         "v values bootstrap beats": f"{int((s['mean'] > bm['mean']).sum())}/{len(s)}",
-                         "bootstrap within 2 s.e. of best v": "yes" if diff <= 2 * se else "no"})
+        ax.set_title(f"{_noise_title(noise)}, lambda={lam_ref:g}")
+        ax.legend()
+    rows = [{"reward noise sd": r["reward_noise"], "lambda": r["lam"], "best v": f"{r['best_v']:g}",
+             "regret, best v": f"{r['best_regret']:.0f} ± {r['best_regret_sem']:.0f}",
+             "regret, bootstrap": f"{r['bootstrap_regret']:.0f} ± {r['bootstrap_regret_sem']:.0f}",
+             "bootstrap - best v": f"{r['difference']:+.0f} ± {r['difference_se']:.0f}",
+             "v values bootstrap beats": f"{r['v_beaten']}/{r['v_count']}",
+             "bootstrap within 2 s.e. of best v": "yes" if r["within_2se"] else "no"}
+            for r in bootstrap_vs_best_v(gauss, boot, lam_ref).to_dict("records")]
     axes[0, 0].set_ylabel(f"cumulative regret after {T} episodes")
     fig.suptitle(f"Sensitivity to v, mean ± 1 s.e. over {_seeds(runs)} seeds (s.e. of the difference "
-                 "treats the settings as independent)", fontsize=8)
+                 "treats the settings as independent)")
     return save(fig, out, "deepsea_tuning_v") + write_table(pd.DataFrame(rows), out, "deepsea_tuning_v_bootstrap")
 
 
@@ -386,31 +369,30 @@ def fig_tuning_seeds(results, out):
     never = _never_opens(results, exp)
     fig, axes = plt.subplots(len(noises), len(settings), figsize=(2.2 * len(settings), 2.4 * len(noises)),
                              sharex=True, sharey=True, squeeze=False, layout="constrained")
+    summary = iter(seed_summary(sub).to_dict("records"))
     rows = []
     for i, noise in enumerate(noises):
         for j, v in enumerate(settings):
-            ax = axes[i, j]
+            ax, r = axes[i, j], next(summary)
             pick = (lambda d: d["agent.v"].isna()) if pd.isna(v) else (lambda d, v=v: d["agent.v"] == v)
             e = eps[(eps["env.reward_noise"] == noise) & pick(eps)]
             for _, curve in e.groupby("seed"):
                 ax.plot(curve["episode"], curve["cum_regret"], lw=0.8, alpha=0.8)
             ax.plot([1, T], [never, never * T], color="grey", ls=":", lw=0.8)
-            r = sub[(sub["env.reward_noise"] == noise) & pick(sub)]
-            learnt = int((~r["censored"].astype(bool)).sum())
-            ax.set_title(f"{_setting_label(v)}: {learnt}/{len(r)} learn", fontsize=7)
+            ax.set_title(f"{_setting_label(v)}: {r['learnt']}/{r['runs']} learn")
             if j == 0:
                 ax.set_ylabel(f"{_noise_title(noise)}\ncumulative regret", fontsize=7)
             if i == len(noises) - 1:
                 ax.set_xlabel("episode", fontsize=7)
             ax.tick_params(labelsize=6)
-            lt = censored_median(learning_times(r))
+            lt = r["median_learning_time"]
             rows.append({"reward noise sd": noise, "randomization": _setting_label(v), "lambda": lam_ref,
-                         "seeds learnt by T": f"{learnt}/{len(r)}",
+                         "seeds learnt by T": f"{r['learnt']}/{r['runs']}",
                          "median learning time": "censored" if np.isnan(lt) else int(lt),
                          "final regret (min, median, max)": " / ".join(
-                             f"{q:.0f}" for q in np.quantile(r["final_cum_regret"], [0, 0.5, 1]))})
+                             f"{r[q]:.0f}" for q in ("regret_min", "regret_median", "regret_max"))})
     fig.suptitle(f"Per-seed cumulative regret, lambda={lam_ref:g}, one line per seed; dotted: never opens the "
-                 f"chest (linear regret {never:g} per episode); 'learn' = eq. 7.1 within {T} episodes", fontsize=8)
+                 f"chest (linear regret {never:g} per episode); 'learn' = eq. 7.1 within {T} episodes")
     return save(fig, out, "deepsea_tuning_seeds") + write_table(pd.DataFrame(rows), out, "deepsea_tuning_seeds")
 
 
@@ -433,25 +415,24 @@ def fig_bootstrap_scaling(results, out):
     fig, (ax_n, ax_m) = plt.subplots(1, 2, figsize=(13, 5), layout="constrained")
     rows_n = []
     for i, (M, g) in enumerate(vs_n.groupby("agent.M")):
-        row, fits = {"M": int(M)}, {}
+        row, fits = {"M": int(M)}, slope_fits(g, "env.size", "algorithm").set_index("algorithm")
         for algo, (ls, mk, short) in styles.items():
-            a = g[g["algorithm"] == algo]
-            if a.empty:
+            if algo not in fits.index:
                 continue
-            fits[short] = fit = fit_loglog(a["env.size"].to_numpy(float), learning_times(a))
-            _lt_curve(ax_n, a, "env.size", f"C{i}", f"{short} M={int(M)}: slope {_fmt_fit(fit)}", ls, mk, i)
+            fit = fits.loc[algo]
+            _lt_curve(ax_n, g[g["algorithm"] == algo], "env.size", f"C{i}",
+                      f"{short} M={int(M)}: slope {_fmt_fit(fit)}", ls, mk, i)
             row[f"{short} slope [95% CI]"] = _fmt_fit(fit)
-            row[f"{short} censored runs"] = f"{int(np.isnan(learning_times(a)).sum())}/{len(a)}"
-        b, gs = fits.get("brlsvi"), fits.get("grlsvi")
-        if b is not None and gs is not None:
-            row["slope CIs overlap"] = ("n/a" if not (np.isfinite(b.slope) and np.isfinite(gs.slope))
-                                        else "yes" if b.lo <= gs.hi and gs.lo <= b.hi else "no")
+            row[f"{short} censored runs"] = f"{fit['censored']}/{fit['runs']}"
+        if set(styles) <= set(fits.index):
+            overlap = cis_overlap(fits.loc["linear_brlsvi"], fits.loc["linear_grlsvi"])
+            row["slope CIs overlap"] = "n/a" if overlap is None else "yes" if overlap else "no"
         rows_n.append(row)
     _log_axes(ax_n, vs_n["env.size"])
     ax_n.set_xlabel("deep sea size N")
     ax_n.set_ylabel(LT_LABEL)
-    ax_n.set_title("(a) scaling with N; slope [95% bootstrap CI]", fontsize=9)
-    ax_n.legend(fontsize=6)
+    ax_n.set_title("(a) scaling with N; slope [95% bootstrap CI]")
+    ax_n.legend()
     rows_m = []
     for algo, (ls, mk, short) in styles.items():
         a = vs_m[vs_m["algorithm"] == algo]
@@ -464,12 +445,12 @@ def fig_bootstrap_scaling(results, out):
     ax_m.plot([], [], "k--", label="learn_grlsvi")
     ax_m.set_xlabel("features per row M")
     ax_m.set_ylabel(LT_LABEL)
-    ax_m.set_title("(b) scaling with M (solid brlsvi, dashed grlsvi)", fontsize=9)
-    ax_m.legend(fontsize=7)
+    ax_m.set_title("(b) scaling with M (solid brlsvi, dashed grlsvi)")
+    ax_m.legend()
     settings = {(p.lam, p.v) for p in (agent_params(results, exp, a) for a in agents)}
     lam_v = ", ".join(f"lambda={lam:g}, v={v:g}" for lam, v in sorted(settings, key=str))
     fig.suptitle(f"Bootstrap vs Gaussian linear RLSVI, {_chest(results, exp)}, {lam_v}, {_seeds(runs)} seeds per "
-                 f"cell, cap {_cap(results, exp)}; {CENSORED_NOTE}", fontsize=8)
+                 f"cell, cap {_cap(results, exp)}; {CENSORED_NOTE}")
     return (save(fig, out, "deepsea_bootstrap_scaling")
             + write_table(pd.DataFrame(rows_n), out, "deepsea_bootstrap_scaling_vs_N")
             + write_table(pd.DataFrame(rows_m), out, "deepsea_bootstrap_scaling_vs_M"))

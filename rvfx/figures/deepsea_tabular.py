@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rvfx.analysis.stats import censored_median, learning_times, mean_sem_all
+from rvfx.analysis.deepsea_tabular import chest_summary
 from rvfx.experiment.results import load_spec_value, load_table
 from rvfx.figures.common import band, fmt_episodes, plt, save, size_scaling_figure, write_table
 
@@ -26,18 +26,14 @@ def fig_regret(results, out):
     ax.set_title(f"Deep sea N={size}: treasure and bomb pooled")
     ax2.set_title("split by chest (log y)")
     ax2.set_yscale("symlog", linthresh=10)
-    ax.legend(fontsize=8)
-    ax2.legend(fontsize=6, ncol=2)
-    rows = []
-    for agent, g in runs.groupby("agent", sort=False):
-        row = {"agent": agent}
-        for name, sub in (("all", g), ("treasure", g[g["env.treasure"]]), ("bomb", g[~g["env.treasure"]])):
-            m = mean_sem_all(sub, "final_cum_regret")
-            row[f"{name}: regret"] = f"{m['mean']:.1f} ± {m['sem']:.1f} (n={int(m['count'])})"
-        row["episodes"] = int(g["episodes_run"].max())
-        lt = censored_median(learning_times(g[g["env.treasure"]]))
-        row["treasure learning time (median)"] = fmt_episodes(lt)
-        rows.append(row)
+    ax.legend()
+    ax2.legend(ncol=2)
+    rows = [{"agent": r["agent"],
+             **{f"{name}: regret": f"{r[name + '_regret']:.1f} ± {r[name + '_regret_sem']:.1f} (n={r[name + '_runs']})"
+                for name in ("all", "treasure", "bomb")},
+             "episodes": r["episodes"],
+             "treasure learning time (median)": fmt_episodes(r["treasure_median_learning_time"])}
+            for r in chest_summary(runs).to_dict("records")]
     return save(fig, out, "deepsea_tabular") + write_table(pd.DataFrame(rows), out, "deepsea_tabular_summary")
 
 

@@ -8,12 +8,11 @@ which fits better (smaller residual sum of squares in log T) and gives both.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
-from rvfx.analysis.stats import Growth, censored_median, fit_growth, learning_times
+from rvfx.analysis.exploration import growth_fits, size_summary
+from rvfx.analysis.stats import learning_times
 from rvfx.experiment.results import load_table
 from rvfx.figures.common import plt, run_dots, save, write_table
 
@@ -30,19 +29,6 @@ METHODS = {
 }
 
 
-def summarize(runs: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
-    """Per (agent, N): runs, censored runs, cap, censored median; and the growth fit per agent."""
-    rows = []
-    for (agent, n), g in runs.groupby(["agent", "env.size"], sort=False):
-        lt = learning_times(g)
-        rows.append({"agent": agent, "N": int(n), "runs": len(g), "censored": int(np.isnan(lt).sum()),
-                     "cap": int(g["episodes_run"].max()), "median": censored_median(lt),
-                     "mean_uncensored": float(np.nanmean(lt)) if (~np.isnan(lt)).any() else math.nan})
-    per_size = pd.DataFrame(rows)
-    fits = {agent: fit_growth(g["N"], g["median"]) for agent, g in per_size.groupby("agent", sort=False)}
-    return per_size, fits
-
-
 def _cell(r) -> str:
     if np.isfinite(r["median"]):
         text = f"{r['median']:.0f}"
@@ -50,18 +36,20 @@ def _cell(r) -> str:
     return f"> {r['cap']} ({r['censored']}/{r['runs']} cens.)"
 
 
-def _growth_text(fit: Growth) -> str:
-    if fit.kind in ("polynomial", "exponential", "ambiguous"):
-        return (f"{fit.kind}: N^{fit.power:.2f} (RSS {fit.rss_power:.2g}) vs {fit.base:.2f}^N "
-                f"(RSS {fit.rss_exp:.2g})")
-    if fit.kind == "none within budget":
+def _growth_text(fit: dict) -> str:
+    """A row of `growth_fits` as the table says it."""
+    if fit["kind"] in ("polynomial", "exponential", "ambiguous"):
+        return (f"{fit['kind']}: N^{fit['power']:.2f} (RSS {fit['rss_power']:.2g}) vs {fit['base']:.2f}^N "
+                f"(RSS {fit['rss_exp']:.2g})")
+    if fit["kind"] == "none within budget":
         return "∞ within budget (censored at every N)"
-    if len(fit.sizes) == 2:
-        return f"too few sizes to tell: N^{fit.power:.2f} or {fit.base:.2f}^N through 2 sizes"
+    if len(fit["sizes"]) == 2:
+        return f"too few sizes to tell: N^{fit['power']:.2f} or {fit['base']:.2f}^N through 2 sizes"
     return "too few uncensored sizes to fit"
 
 
-def table(per_size: pd.DataFrame, fits: dict) -> pd.DataFrame:
+def table(per_size: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
+    """Table 1's rows from `size_summary` and `growth_fits`: per method, its cell per N and its growth."""
     sizes = sorted(per_size["N"].unique())
     out = []
     for agent, g in per_size.groupby("agent", sort=False):
@@ -70,14 +58,15 @@ def table(per_size: pd.DataFrame, fits: dict) -> pd.DataFrame:
         cells = {int(r["N"]): _cell(r) for _, r in g.iterrows()}
         for n in sizes:
             rec[f"N={n}"] = cells.get(n, "")
-        rec["fitted growth (median learning time)"] = _growth_text(fits[agent])
+        rec["fitted growth (median learning time)"] = _growth_text(fits.loc[agent])
         out.append(rec)
     return pd.DataFrame(out)
 
 
 def draw(results, out):
     runs = load_table(results, "exploration_table", "runs")
-    per_size, fits = summarize(runs)
+    per_size = size_summary(runs)
+    fits = growth_fits(per_size).set_index("agent")
     fig, ax = plt.subplots(figsize=(7, 4.8))
     for i, (agent, g) in enumerate(runs.groupby("agent", sort=False)):
         color = f"C{i % 10}"
@@ -88,8 +77,9 @@ def draw(results, out):
         s = per_size[per_size["agent"] == agent]
         fin = np.isfinite(s["median"])
         claim = METHODS.get(agent, (agent, "?"))[1]
-        fit = fits[agent]
-        shape = {"polynomial": f"~N^{fit.power:.1f}", "exponential": f"~{fit.base:.2f}^N"}.get(fit.kind, fit.kind)
+        fit = fits.loc[agent]
+        shape = {"polynomial": f"~N^{fit['power']:.1f}", "exponential": f"~{fit['base']:.2f}^N"}.get(fit["kind"],
+                                                                                                  fit["kind"])
         if fin.any():
             ax.plot(s["N"][fin], s["median"][fin], "-o", ms=3, color=color,
                     label=f"{label} [paper {claim}]: {shape}")
@@ -109,9 +99,8 @@ def draw(results, out):
     ax.minorticks_off()
     ax.set_xlabel("deep sea size N")
     ax.set_ylabel("learning time (episodes, eq. 7.1)")
-    ax.set_title("Table 1 by simulation: median learning time; open triangles = censored runs at their cap",
-                 fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title("Table 1 by simulation: median learning time; open triangles = censored runs at their cap")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     tab = table(per_size, fits)
     detail = per_size.assign(median=per_size["median"].round(1),
                              mean_uncensored=per_size["mean_uncensored"].round(1))

@@ -106,7 +106,7 @@ def draw_single(ax) -> None:
     _arrow(ax, (0.3, 0.39), (0.365, 0.39))
     _arrow(ax, (0.635, 0.39), (0.7, 0.39))
     _arrow(ax, (0.835, 0.48), (0.835, 0.74), "act")
-    ax.set_title("(a) learning a single value function", fontsize=8)
+    ax.set_title("(a) learning a single value function")
 
 
 def draw_ensemble(ax) -> None:
@@ -125,7 +125,7 @@ def draw_ensemble(ax) -> None:
          + r"act greedily on $\tilde\theta_j$", fontsize=6)
     _arrow(ax, (0.65, 0.19), (0.65, 0.12))
     _arrow(ax, (0.92, 0.12), (0.92, 0.8), "act")
-    ax.set_title("(b) learning multiple value functions in parallel", fontsize=8)
+    ax.set_title("(b) learning multiple value functions in parallel")
 
 
 # ----------------------------------------------------------------------------- register
@@ -149,7 +149,7 @@ def fig_rlsvi_uncertainty(results, out):
     seeds = table["seed"].nunique()
     ax.set_title(f"Fig. 2: uncertainty propagates leftward from (4, down) (1 observation; others "
                  f"{agent.n_big:.0e});\nupper-left triangle = up, lower-right = down; v={agent.v:g}, "
-                 f"lambda=inf; mean over {seeds} seeds of {agent.samples} samples each", fontsize=8)
+                 f"lambda=inf; mean over {seeds} seeds of {agent.samples} samples each")
     tab = summary[["h", "state", "action", "pair", "count", "mean", "sem"]].rename(
         columns={"count": "seeds", "mean": "variance", "sem": "variance_se"})
     tab[["variance", "variance_se"]] = tab[["variance", "variance_se"]].map(lambda x: float(f"{x:.4g}"))
@@ -163,7 +163,7 @@ def draw(results, out):
     fig, ax = plt.subplots(figsize=(5, 5))
     draw_deep_sea(ax, env)
     ax.set_title(f"Fig. 1: deep sea N={env.size} (seed 0). R=a: action a means 'right';\n"
-                 f"red cells charge {env.move_cost:.4f} for 'right'; line: optimal path", fontsize=8)
+                 f"red cells charge {env.move_cost:.4f} for 'right'; line: optimal path")
     paths += save(fig, out, "illustrations_deep_sea")
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
@@ -173,6 +173,6 @@ def draw(results, out):
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.axis("off")
-    fig.suptitle("Fig. 3: RLSVI via ensemble sampling, each member produced by LSVI on perturbed data", fontsize=9)
+    fig.suptitle("Fig. 3: RLSVI via ensemble sampling, each member produced by LSVI on perturbed data")
     paths += save(fig, out, "illustrations_ensemble")
     return paths

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rvfx.analysis.bounds import ENV_KEYS, bayes_regret, bound_summary, first_bound, second_bound
-from rvfx.analysis.stats import mean_sem
-from rvfx.core.live import log_grid
+from rvfx.analysis.bounds import ENV_KEYS, bayes_regret, bound_summary, first_bound, optimism_gaps, second_bound
 from rvfx.experiment.results import env_params, load_table
 from rvfx.figures.common import plt, save, write_table
 
@@ -49,9 +47,9 @@ def draw(results, out):
         ax.set_yscale("log")
         ax.set_xlabel("episodes L")
         ax.set_ylabel("cumulative regret")
-        ax.set_title(f"H={H:g}, |X|={X:g}, |A|={A:g}, beta={beta:g}", fontsize=9)
-        ax.legend(fontsize=7)
-    fig.suptitle("Theorem 1: empirical Bayesian regret of tabular RLSVI vs the bounds", fontsize=10)
+        ax.set_title(f"H={H:g}, |X|={X:g}, |A|={A:g}, beta={beta:g}")
+        ax.legend()
+    fig.suptitle("Theorem 1: empirical Bayesian regret of tabular RLSVI vs the bounds")
     fig.tight_layout()
     rows = [{"H": int(r["H"]), "|X|": int(r["X"]), "|A|": int(r["A"]), "beta": r["beta"], "MDPs": r["MDPs"],
              "L": int(r["L"]), "Bayes regret": round(r["regret"], 1), "95% CI": f"[{r['lo']:.1f}, {r['hi']:.1f}]",
@@ -66,12 +64,9 @@ def draw(results, out):
 def draw_optimism(results, out):
     exp = "regret_bound_optimism"
     post = load_table(results, exp, "posterior").sort_values("history")
-    prior = load_table(results, exp, "optimism")
-    prior = prior[~prior["run_id"].isin(post["run_id"])]                   # (a): the runs without a history check
-    gaps = mean_sem(prior, ["episode"], "gap").sort_values("episode")
-    gaps = gaps[gaps["episode"].isin(log_grid(int(gaps["episode"].max()), per_decade=5))]
+    gaps = optimism_gaps(load_table(results, exp, "optimism"), post)     # (a): the runs without a history check
     p = env_params(results, exp)
-    half = 1.96 * gaps["sem"]
+    half = gaps["half"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     ax = axes[0]
     ax.errorbar(gaps["episode"], gaps["mean"], yerr=half, fmt="o-", ms=3, capsize=2,
@@ -80,8 +75,8 @@ def draw_optimism(results, out):
     ax.set_xscale("log")
     ax.set_xlabel(r"episode $\ell$")
     ax.set_ylabel("optimism gap")
-    ax.set_title(f"(a) under the prior: {int(gaps['count'].max())} MDPs, 95% CI", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title(f"(a) under the prior: {int(gaps['count'].max())} MDPs, 95% CI")
+    ax.legend()
     ax = axes[1]
     qm, vm = post["q_mean"].to_numpy(), post["v_mean"].to_numpy()
     ax.scatter(vm, qm, s=14)
@@ -90,10 +85,10 @@ def draw_optimism(results, out):
     ax.set_xlabel(r"$E[V^*_{M,0}(x_0) \mid \mathcal{H}]$ (Dirichlet posterior)")
     ax.set_ylabel(r"$E[\max_a Q_{\ell,0}(x_0,a) \mid \mathcal{H}]$ (RLSVI)")
     ax.set_title(f"(b) given {len(post)} histories of {post['history'].min()}-{post['history'].max()} episodes; "
-                 "above the line = optimistic", fontsize=9)
-    ax.legend(fontsize=7)
+                 "above the line = optimistic")
+    ax.legend()
     fig.suptitle(f"Optimism of RLSVI with Theorem 1's parameters (H={p.horizon}, |X|={p.states}, "
-                 f"|A|={p.actions}, beta={p.beta:g})", fontsize=10)
+                 f"|A|={p.actions}, beta={p.beta:g})")
     fig.tight_layout()
     tab = pd.DataFrame({"episode": gaps["episode"], "MDPs": gaps["count"], "mean gap": gaps["mean"].round(3),
                         "95% CI half-width": half.round(3)})

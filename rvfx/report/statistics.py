@@ -16,6 +16,7 @@ from rvfx.analysis.stats import (
     fit_exponential,
     fit_loglog,
     learning_times,
+    median_or_inf,
     plateau_k,
     rank_correlation,
 )
@@ -140,17 +141,11 @@ def _ratio_to_best(df, p, boot) -> Estimate:
                     len(numerator) + len(cand), detail)
 
 
-def _median_or_inf(times: np.ndarray) -> float:
-    """The censored median, +inf (slower than any finite one) when the median itself is censored."""
-    m = censored_median(times)
-    return np.inf if np.isnan(m) else m
-
-
 def _median_learning_time(df, p, boot) -> Estimate:
     """Median of eq. 7.1's learning time over the runs, a censored run counted as +inf."""
     times = learning_times(df)
     detail = f"{int(np.isnan(times).sum())} of {len(times)} runs censored"
-    return Estimate(*bootstrap_ci([times], lambda s: _median_or_inf(s[0]), **boot), len(df), detail)
+    return Estimate(*bootstrap_ci([times], lambda s: median_or_inf(s[0]), **boot), len(df), detail)
 
 
 def _breakdown_flags(df, p) -> tuple[np.ndarray, list]:
