@@ -58,7 +58,7 @@ def draw(results, out):
     ax.set_xlabel("episode")
     ax.set_ylabel(f"return (running mean of {SMOOTH})")
     ax.set_title("returns per arm: mean ± 1 s.e. over seeds")
-    ax.legend(fontsize=7)
+    ax.legend()
     ax2.set_xticks(range(len(arms)))
     ax2.set_xticklabels([f"{i} {a}" for i, a in enumerate(arms)], rotation=20, fontsize=7)
     ax2.set_xlabel("arm (each adds one change to the one before)")
