@@ -13,12 +13,11 @@ import math
 
 import dm_env
 import numpy as np
-from bsuite import sweep
 from bsuite.bsuite import EXPERIMENT_NAME_TO_ENVIRONMENT
 from bsuite.utils.wrappers import Logging
 
 from rvfx.core.transition import Transition
-from rvfx.envs.external import BsuiteParams, json_object
+from rvfx.envs.external import BsuiteParams, settings
 
 PREFIX = "bsuite_"                               # rvfx episode columns holding bsuite's log row
 ROWS = "bsuite_rows"                             # how many rows bsuite has logged so far
@@ -32,17 +31,6 @@ class _Rows:
 
     def write(self, data) -> None:
         self.rows.append(dict(data))
-
-
-def settings(bsuite_id: str, kwargs: str = "{}") -> tuple[str, dict]:
-    """(experiment name, constructor kwargs) of a bsuite_id or bare experiment name, `kwargs` over them."""
-    name, _, index = bsuite_id.partition(sweep.SEPARATOR)
-    if name not in EXPERIMENT_NAME_TO_ENVIRONMENT:
-        raise ValueError(f"unknown bsuite experiment {name!r}")
-    if index and bsuite_id not in sweep.SETTINGS:
-        raise ValueError(f"{bsuite_id!r} is not in bsuite's sweep ({name} has "
-                         f"{sum(i.startswith(name + sweep.SEPARATOR) for i in sweep.SETTINGS)} settings)")
-    return name, {**(sweep.SETTINGS[bsuite_id] if index else {}), **json_object(kwargs, "kwargs")}
 
 
 class BsuiteEnvironment:

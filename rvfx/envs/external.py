@@ -1,7 +1,8 @@
 """The parameters of the `gym` and `bsuite` environment kinds, without their extras, so that specs
 naming them validate anywhere (their factories: rvfx.envs.extras). They size a run from its id
 without importing the extra where the extra fixes the sizes (bsuite's deep_sea sweep, Gymnasium's
-MountainCar); other ids have no sizes before they are built."""
+MountainCar); other ids have no sizes before they are built. `settings` reads a bsuite id against
+bsuite's sweep, importing the extra only when it is called."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,20 @@ from dataclasses import dataclass, field
 GYM_SIZES = {"MountainCar-v0": (200, 2, 3)}
 # bsuite's deep_sea/<k> is size 10 + 2k (bsuite/experiments/deep_sea/sweep.py: sizes 10, 12, ..., 50)
 BSUITE_DEEP_SEA_SIZES = tuple(range(10, 51, 2))
+
+
+def settings(bsuite_id: str, kwargs: str = "{}") -> tuple[str, dict]:
+    """(experiment name, constructor kwargs) of a bsuite_id or bare experiment name, `kwargs` over them;
+    a ValueError for an id bsuite does not have. Reads bsuite's sweep (the extra) when called."""
+    from bsuite import sweep
+    from bsuite.bsuite import EXPERIMENT_NAME_TO_ENVIRONMENT
+    name, _, index = bsuite_id.partition(sweep.SEPARATOR)
+    if name not in EXPERIMENT_NAME_TO_ENVIRONMENT:
+        raise ValueError(f"unknown bsuite experiment {name!r}")
+    if index and bsuite_id not in sweep.SETTINGS:
+        raise ValueError(f"{bsuite_id!r} is not in bsuite's sweep ({name} has "
+                         f"{sum(i.startswith(name + sweep.SEPARATOR) for i in sweep.SETTINGS)} settings)")
+    return name, {**(sweep.SETTINGS[bsuite_id] if index else {}), **json_object(kwargs, "kwargs")}
 
 
 @dataclass(frozen=True)
@@ -69,8 +84,7 @@ class BsuiteParams:
                 return None
             return {"H": n, "S": n, "A": 2, "steps": n, "inputs": n * n, "keys": n * n}
         if self.id.startswith("cartpole_swingup"):
-            from rvfx.envs.bsuite import settings  # bsuite's defaults: 10 s at 0.01 s a step
-            kwargs = {"max_time": 10.0, "timescale": 0.01, **settings(self.id, self.kwargs)[1]}
+            kwargs = {"max_time": 10.0, "timescale": 0.01, **settings(self.id, self.kwargs)[1]}  # bsuite's defaults
             return {"A": 3, "steps": int(kwargs["max_time"] / kwargs["timescale"] + 1e-9) + 1, "inputs": 8, "keys": 0}
         return None
 
@@ -79,7 +93,7 @@ class BsuiteParams:
 
     def _deep_sea_size(self) -> int | None:
         """N of a deep_sea id (deep_sea/<k>, or bare deep_sea), its kwargs' `size` over the sweep's,
-        as rvfx.envs.bsuite.settings merges them; None where bsuite would refuse the id or the size
+        as `settings` merges them; None where bsuite would refuse the id or the size
         is no positive integer."""
         _, _, index = self.id.partition("/")
         sweep = {str(k): n for k, n in enumerate(BSUITE_DEEP_SEA_SIZES)}
