@@ -26,6 +26,7 @@ import tracemalloc
 import numpy as np
 
 from rvfx.agents.neural.ensemble import EnsembleParams, EnsembleRLSVI, make_ensemble_agent, td_step
+from rvfx.agents.neural.ensemble_buffer import Batch
 from rvfx.agents.neural.mlp import Tape
 from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.representations import representation_for
@@ -48,7 +49,7 @@ class LoopEnsembleRLSVI(EnsembleRLSVI):
 
     def sgd_step(self) -> float:
         b = self.buffer.sample(self.params.batch_size)
-        code, next_code, x_index, next_index = b.code, b.next_code, None, None
+        code, next_code, x_index, next_index = b.state, b.next_state, None, None
         if self._discrete:
             code, x_index = np.unique(code, return_inverse=True)
             next_code, next_index = np.unique(next_code, return_inverse=True)
@@ -57,8 +58,8 @@ class LoopEnsembleRLSVI(EnsembleRLSVI):
         for k, (ens, tape) in enumerate(zip(self.members, self.tapes)):
             reward = b.reward[k:k + 1] if b.reward.ndim == 2 else b.reward
             weight = None if b.weight is None else b.weight[k:k + 1]
-            loss += td_step(ens, tape, x, b.action, reward, b.discount, x_next, weight,
-                            x_index, next_index)
+            loss += td_step(ens, tape, Batch(x, b.action, reward, b.discount, x_next, weight,
+                                             index=x_index, next_index=next_index))
         self.sgd_steps += 1
         if self.sgd_steps % self.params.target_period == 0:
             for ens in self.members:

@@ -13,6 +13,9 @@ boot_dqn on the same 5-d observations) and deep sea N=25 (one-hot pixels read as
 W_1, 625-50-50-2 + prior, K=20: Fig. 14; boot_dqn reads bsuite's image through a dense first
 layer), and DQN on cartpole (K=1, no prior; no peer line).
 
+With one-hot inputs it also prints the floor of their row gathers and row updates in plain NumPy and
+the ratio to products + rows (`matmul_floor.sparse_step`).
+
 Run: .venv/bin/python benchmarks/bench_neural_step.py  (about a minute; two more with the peer)
 """
 import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in the runs)

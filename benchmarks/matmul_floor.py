@@ -3,9 +3,12 @@
 `record_products` runs SGD steps on a copy of an agent and notes the shapes and dtypes of every
 `np.matmul` the network and the TD step make; `floor_step` then does those products with
 `a @ b` on contiguous operands made once per product (no element-wise work, no Python around
-them). `step_vs_floor` times the agent's own steps and the floor of the same steps in
-interleaved rounds of one process (thread CPU time, BLAS on one thread as in the runs) and
-returns the median ratio with its spread over the rounds.
+them). A one-hot first layer is no product but a row gather (`np.take` of W_1's rows) and, for its
+gradient, rows of W_1 updated in place: those are recorded too (the takes, and the rows of each
+`SparseRows` gradient) and timed apart as the plain-NumPy `w.take(rows, axis=0)` and
+`w[rows] += values`, so the floor is reported both ways. `step_vs_floor` times the agent's own
+steps, the products, and the gathers and scatters, in interleaved rounds of one process (thread
+CPU time, BLAS on one thread as in the runs) and returns the median ratios with their spread.
 """
 from __future__ import annotations
 
@@ -16,32 +19,50 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from rvfx.agents.neural import ensemble, mlp
+from rvfx.agents.neural.sparse import SparseRows
 
 
 class _Recorder:
-    """Stands in for the numpy module inside the network's modules: np.matmul notes its shapes."""
+    """Stands in for the numpy module inside the network's modules: np.matmul notes its shapes,
+    np.take (a one-hot layer's row gather) its table and index count."""
 
-    def __init__(self, log: list):
-        self._log = log
+    def __init__(self, log: list, sparse: list):
+        self._log, self._sparse = log, sparse
 
     def matmul(self, a, b, *args, **kwargs):
         self._log[-1].append((np.shape(a), np.shape(b), np.result_type(a, b)))
         return np.matmul(a, b, *args, **kwargs)
 
+    def take(self, a, indices, *args, **kwargs):
+        self._sparse[-1].append(("take", np.shape(a), np.size(indices), a.dtype))
+        return np.take(a, indices, *args, **kwargs)
+
     def __getattr__(self, name):
         return getattr(np, name)
 
 
-def record_products(agent, steps: int) -> list[list[tuple]]:
-    """[[(a shape, b shape, dtype), ...] per step] of `steps` SGD steps of a copy of `agent`."""
-    clone, log = copy.deepcopy(agent), []
+def record_products(agent, steps: int, sparse: list | None = None) -> list[list[tuple]]:
+    """[[(a shape, b shape, dtype), ...] per step] of `steps` SGD steps of a copy of `agent`; with a
+    list `sparse`, append to it per step [(kind, table shape, rows, dtype), ...] of the row gathers
+    ("take") and of the rows each `SparseRows` gradient updates ("scatter")."""
+    clone, log, sparse = copy.deepcopy(agent), [], [] if sparse is None else sparse
     modules = (mlp, ensemble)
     saved = [m.np for m in modules]
+    opt, step = clone.ensemble.opt, clone.ensemble.opt.step
+
+    def noting_step(params, grads):
+        for p, g in zip(params, grads):
+            if isinstance(g, SparseRows):
+                sparse[-1].append(("scatter", p.shape, g.rows.shape[0], p.dtype))
+        return step(params, grads)
+
     try:
         for m in modules:
-            m.np = _Recorder(log)
+            m.np = _Recorder(log, sparse)
+        opt.step = noting_step
         for _ in range(steps):
             log.append([])
+            sparse.append([])
             clone.sgd_step()
     finally:
         for m, s in zip(modules, saved):
@@ -68,40 +89,82 @@ def floor_step(operands: list[tuple]) -> None:
         a @ b
 
 
+def sparse_operands(ops: list[list[tuple]], rng: np.random.Generator) -> list[list[tuple]]:
+    """(kind, table, distinct sorted rows, values) per recorded gather or scatter, made before timing."""
+    tables: dict = {}
+
+    def one(kind, shape, n, dt):
+        if shape not in tables:
+            tables[shape] = rng.standard_normal(shape).astype(dt)
+        rows = np.sort(rng.choice(shape[0], n, replace=False))
+        values = rng.standard_normal((n, *shape[1:])).astype(dt) if kind == "scatter" else None
+        return kind, tables[shape], rows, values
+
+    return [[one(*op) for op in step] for step in ops]
+
+
+def sparse_step(operands: list[tuple]) -> None:
+    """A one-hot layer's plain-NumPy floor: its row gathers, and its gradients' rows added in place."""
+    for kind, w, rows, values in operands:
+        if kind == "take":
+            w.take(rows, axis=0)
+        else:
+            w[rows] += values
+
+
 def step_vs_floor(agent, steps: int = 200, rounds: int = 7, seed: int = 0) -> dict:
-    """Median ms per SGD step of `agent`, of its matmul floor, and their ratio, over interleaved rounds.
+    """Median ms per SGD step of `agent`, of its matmul floor, and their ratio, over interleaved rounds;
+    with row gathers (one-hot inputs), also their floor and the ratio to products + gathers + scatters.
 
     Each round takes `steps` SGD steps of the agent, then the products of the same steps
-    (recorded beforehand on a copy) in plain NumPy.
+    (recorded beforehand on a copy) in plain NumPy, then their gathers and scatters.
     """
     clock = time.thread_time
-    products = record_products(agent, steps * rounds)
-    operands = floor_operands(products, np.random.default_rng(seed))
-    step_ms, floor_ms, ratios = [], [], []
+    sparse: list = []
+    products = record_products(agent, steps * rounds, sparse)
+    rng = np.random.default_rng(seed)
+    operands, sparse_ops = floor_operands(products, rng), sparse_operands(sparse, rng)
+    times: dict = {"step": [], "floor": [], "sparse": []}
+
+    def sgd_steps(_):
+        for _ in range(steps):
+            agent.sgd_step()
+
+    def floors(chunk):
+        for ops in operands[chunk]:
+            floor_step(ops)
+
+    def rows(chunk):
+        for ops in sparse_ops[chunk]:
+            sparse_step(ops)
+
     with threadpool_limits(limits=1, user_api="blas"):
         for r in range(rounds):
-            chunk = operands[r * steps:(r + 1) * steps]
-            t = clock()
-            for _ in range(steps):
-                agent.sgd_step()
-            s = (clock() - t) / steps * 1e3
-            t = clock()
-            for ops in chunk:
-                floor_step(ops)
-            f = (clock() - t) / steps * 1e3
-            step_ms.append(s)
-            floor_ms.append(f)
-            ratios.append(s / f)
-    return {"step_ms": float(np.median(step_ms)), "step_min": min(step_ms), "step_max": max(step_ms),
-            "floor_ms": float(np.median(floor_ms)), "floor_min": min(floor_ms), "floor_max": max(floor_ms),
-            "ratio": float(np.median(ratios)), "ratio_min": float(min(ratios)), "ratio_max": float(max(ratios)),
-            "products": len(products[0]), "rounds": rounds}
+            chunk = slice(r * steps, (r + 1) * steps)
+            for name, work in (("step", sgd_steps), ("floor", floors), ("sparse", rows)):
+                t = clock()
+                work(chunk)
+                times[name].append((clock() - t) / steps * 1e3)
+    step, floor, sparse_ms = (np.array(times[k]) for k in ("step", "floor", "sparse"))
+    res = {"products": len(products[0]), "rounds": rounds, "gathers": sum(len(s) for s in sparse) / len(sparse)}
+    for key, ms in (("step_ms", step), ("floor_ms", floor), ("sparse_ms", sparse_ms),
+                    ("ratio", step / floor), ("ratio_sparse", step / (floor + sparse_ms))):
+        low = key.removesuffix("_ms")
+        res.update({key: float(np.median(ms)), f"{low}_min": float(ms.min()), f"{low}_max": float(ms.max())})
+    return res
 
 
 def describe(label: str, res: dict) -> str:
-    """Two lines: the network, then step, floor and ratio with their ranges over the rounds."""
-    return (f"  {label}\n    SGD step {res['step_ms']:.3f} ms ({res['step_min']:.3f}-{res['step_max']:.3f}), "
+    """The network, then step, floor and ratio with their ranges over the rounds; with row gathers,
+    a third line: their plain-NumPy time and the ratio to products + gathers + scatters."""
+    text = (f"  {label}\n    SGD step {res['step_ms']:.3f} ms ({res['step_min']:.3f}-{res['step_max']:.3f}), "
             f"matmul floor {res['floor_ms']:.3f} ms ({res['floor_min']:.3f}-{res['floor_max']:.3f}; "
             f"{res['products']} products in plain NumPy), ratio {res['ratio']:.2f} "
             f"({res['ratio_min']:.2f}-{res['ratio_max']:.2f}; medians and ranges over {res['rounds']} "
             f"interleaved rounds; target <= 1.25)")
+    if res["gathers"]:
+        text += (f"\n    one-hot rows in plain NumPy (W_1.take, W_1[rows] += g; {res['gathers']:.1f} per step): "
+                 f"{res['sparse_ms']:.3f} ms ({res['sparse_min']:.3f}-{res['sparse_max']:.3f}); ratio to "
+                 f"products + rows {res['ratio_sparse']:.2f} ({res['ratio_sparse_min']:.2f}-"
+                 f"{res['ratio_sparse_max']:.2f})")
+    return text

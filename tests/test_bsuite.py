@@ -21,6 +21,7 @@ from cli_helpers import CONFIGS, assert_png, invoke  # noqa: E402
 
 from rvfx.agents import AGENTS, make_agent  # noqa: E402
 from rvfx.agents.neural.ensemble import td_step  # noqa: E402
+from rvfx.agents.neural.ensemble_buffer import Batch  # noqa: E402
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape  # noqa: E402
 from rvfx.agents.neural.prior_ensemble import PriorEnsemble  # noqa: E402
 from rvfx.analysis import bsuite as ab  # noqa: E402
@@ -386,8 +387,8 @@ def rvfx_steps(start: dict, batches: list[dict], bootstrap: bool):
     tape, steps = Tape(), []
     for b in batches:
         weight = 2.0 * b["m_t"].T.astype(np.float32) if bootstrap else None     # Algorithm 7's 2 m
-        loss = td_step(ens, tape, b["o_tm1"][:, 0], b["a_tm1"].astype(np.intp), b["r_t"],
-                       (0.99 * b["d_t"]).astype(np.float32), b["o_t"][:, 0], weight)
+        loss = td_step(ens, tape, Batch(b["o_tm1"][:, 0], b["a_tm1"].astype(np.intp), b["r_t"],
+                                        (0.99 * b["d_t"]).astype(np.float32), b["o_t"][:, 0], weight))
         steps.append((loss, haiku_layout(captured[-1]), haiku_layout([np.array(p) for p in ens.params])))
     return steps
 

@@ -11,7 +11,7 @@ from rvfx.agents.neural.ensemble import (
     make_ensemble_agent,
     td_step,
 )
-from rvfx.agents.neural.ensemble_buffer import EnsembleBuffer
+from rvfx.agents.neural.ensemble_buffer import Batch, EnsembleBuffer
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
 from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.representations import DenseVector, OneHotPixels, TableFeatures, representation_for
@@ -50,7 +50,7 @@ def test_linear_td_reaches_lstd_fixed_point(prior_scale):
     x, x_next = s[:, None].astype(float), s2[:, None].astype(float)
     tape = Tape()
     for step in range(4000):
-        td_step(ens, tape, x, np.zeros(3, int), r, d, x_next, None)
+        td_step(ens, tape, Batch(x, np.zeros(3, int), r, d, x_next))
         if step % 2 == 1:
             ens.sync_target()
     q = ens.value(x)[:, :, 0]                              # (K, 3): every member, prior included
@@ -76,7 +76,7 @@ def test_mlp_with_prior_reaches_tabular_bellman_fixed_point():
     tape = Tape()
     r32, d32 = r.astype(np.float32), d.astype(np.float32)
     for step in range(3000):
-        td_step(ens, tape, s, a, r32, d32, s2, None)
+        td_step(ens, tape, Batch(s, a, r32, d32, s2))
         if step % 4 == 3:
             ens.sync_target()
     q = ens.value(np.arange(3))
@@ -98,8 +98,8 @@ def test_bootstrap_masks_are_bernoulli_half_independent_and_fixed():
     for _ in range(50):
         batch = buf.sample(128)                            # code = index of the transition
         assert set(np.unique(batch.weight)) <= {0.0, 2.0}
-        np.testing.assert_array_equal(batch.weight, 2.0 * buf.mask[batch.code].T)
-        for b, i in enumerate(batch.code):
+        np.testing.assert_array_equal(batch.weight, 2.0 * buf.mask[batch.state].T)
+        for b, i in enumerate(batch.state):
             w = tuple(batch.weight[:, b])
             assert seen.setdefault(int(i), w) == w        # the same transition keeps its weights
 
@@ -115,7 +115,7 @@ def test_gaussian_noise_is_fixed_per_transition_with_the_right_scale():
     assert abs(z.std() / sd - 1) < 4 / math.sqrt(2 * n * K)
     batch = buf.sample(256)
     assert batch.weight is None and batch.reward.shape == (K, 256)
-    np.testing.assert_allclose(batch.reward, 1.0 + z[batch.code].T, rtol=1e-6)
+    np.testing.assert_allclose(batch.reward, 1.0 + z[batch.state].T, rtol=1e-6)
 
 
 def test_buffer_is_a_fifo_ring():
@@ -124,7 +124,7 @@ def test_buffer_is_a_fifo_ring():
         buf.add(i, 1, float(i), i + 1, GAMMA)
     assert buf.size == 5
     assert sorted(buf.code.tolist()) == [3, 4, 5, 6, 7]     # the three oldest were overwritten
-    assert set(buf.sample(100).code.tolist()) <= {3, 4, 5, 6, 7}
+    assert set(buf.sample(100).state.tolist()) <= {3, 4, 5, 6, 7}
 
 
 def small_sea(n=4, seed=0):
@@ -167,8 +167,8 @@ def test_k1_without_prior_is_dqn():
     agent.sgd_step()
     batch = captured[0]
     B = len(batch.action)
-    X, h1, h2, q = reference_q(before, batch.code, D)
-    y = batch.reward + batch.discount * reference_q(target, batch.next_code, D)[3].max(axis=1)
+    X, h1, h2, q = reference_q(before, batch.state, D)
+    y = batch.reward + batch.discount * reference_q(target, batch.next_state, D)[3].max(axis=1)
     delta = q[np.arange(B), batch.action] - y
     dq = np.zeros_like(q)
     dq[np.arange(B), batch.action] = delta / B
@@ -208,8 +208,9 @@ def test_batched_td_step_equals_per_member_loop():
         r = rng.standard_normal(B).astype(np.float32)
         d = np.where(rng.random(B) < 0.2, 0.0, GAMMA).astype(np.float32)
         w = 2.0 * (rng.random((K, B)) < 0.5).astype(np.float32)
-        loss = td_step(ens, tape, x, a, r, d, xn, w, xi, ni)
-        losses = [td_step(e, t, x, a, r, d, xn, w[k:k + 1], xi, ni) for k, (e, t) in enumerate(singles)]
+        loss = td_step(ens, tape, Batch(x, a, r, d, xn, w, index=xi, next_index=ni))
+        losses = [td_step(e, t, Batch(x, a, r, d, xn, w[k:k + 1], index=xi, next_index=ni))
+                  for k, (e, t) in enumerate(singles)]
         assert loss == pytest.approx(np.mean(losses), rel=1e-5)
         if step % 2 == 1:
             ens.sync_target()
@@ -346,8 +347,8 @@ def test_sharing_passes_between_repeated_states_is_exact():
         w = 2.0 * (rng.random((K, B)) < 0.5)
         x, xi = np.unique(codes, return_inverse=True)
         xn, ni = np.unique(nxt, return_inverse=True)
-        l1 = td_step(shared, tapes[0], x, a, r, d, xn, w, xi, ni)
-        l2 = td_step(full, tapes[1], codes, a, r, d, nxt, w)
+        l1 = td_step(shared, tapes[0], Batch(x, a, r, d, xn, w, index=xi, next_index=ni))
+        l2 = td_step(full, tapes[1], Batch(codes, a, r, d, nxt, w))
         assert l1 == pytest.approx(l2, rel=1e-12)
     for p, q in zip(shared.params, full.params):
         np.testing.assert_allclose(p, q, rtol=1e-9, atol=1e-12)
@@ -360,13 +361,12 @@ def test_stored_prior_values_equal_the_prior_network(monkeypatch):
     seen = []
     real_td_step = ensemble_module.td_step
 
-    def checking_td_step(ens, tape, x, action, reward, discount, x_next, weight,
-                         x_index=None, next_index=None, prior=None, next_prior=None, double=False):
+    def checking_td_step(ens, tape, batch, double=False):
         seen.append(1)
-        np.testing.assert_allclose(prior, ens.prior(x), rtol=1e-6, atol=1e-6)     # float32: one state's
-        np.testing.assert_allclose(next_prior, ens.prior(x_next), rtol=1e-6, atol=1e-6)  # product vs a batch's
-        return real_td_step(ens, tape, x, action, reward, discount, x_next, weight,
-                            x_index, next_index, prior, next_prior, double)
+        np.testing.assert_allclose(batch.prior, ens.prior(batch.state), rtol=1e-6, atol=1e-6)  # float32: one
+        np.testing.assert_allclose(batch.next_prior, ens.prior(batch.next_state),         # state's product
+                                   rtol=1e-6, atol=1e-6)                                  # vs a batch's
+        return real_td_step(ens, tape, batch, double)
 
     monkeypatch.setattr(ensemble_module, "td_step", checking_td_step)
     params = EnsembleParams(K=3, batch_size=16, min_replay=2, prior_scale=2.0)

@@ -4,7 +4,7 @@ import pytest
 
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics, discounted_returns, recent_indices
 from rvfx.agents.neural.ensemble import EnsembleParams, make_ensemble_agent, td_step
-from rvfx.agents.neural.ensemble_buffer import EnsembleBuffer
+from rvfx.agents.neural.ensemble_buffer import Batch, EnsembleBuffer
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
 from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.core.live import live
@@ -64,7 +64,7 @@ def test_double_q_target_uses_the_online_argmax_and_the_target_value():
         fresh = PriorEnsemble(net, 2, np.random.default_rng(3), prior_scale=1.0)
         for p, src in zip(fresh.params, ens.params):
             p[...] = src
-        loss = td_step(fresh, Tape(), x, a, r, d, xn, None, double=kind == "double")
+        loss = td_step(fresh, Tape(), Batch(x, a, r, d, xn), double=kind == "double")
         assert loss == pytest.approx(expect[kind], rel=1e-5)
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
-from rvfx.agents.neural.optimisers import SGD, Adam, pack
+from rvfx.agents.neural.optimisers import SGD, WIDE, Adam, pack, scale_wide
 from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.sparse import SparseRows, row_sums
 
@@ -163,6 +163,25 @@ def test_adam_dense_matches_textbook_and_sparse_is_lazy():
     ref = adam_reference(p0[seen], [g[seen] for g in gs], 1e-2)
     np.testing.assert_allclose(p[seen], ref, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(p[[1, 4]], p0[[1, 4]])
+
+
+def test_adam_float64_products_are_float32s_own_subnormals_included():
+    """Adam's products by b1 and step and its quotient, evaluated in float64 and rounded once, are float32's
+    own results bit for bit, on operands and results spanning the normal and the subnormal range."""
+    rng = np.random.default_rng(7)
+    n = 300_000
+    def spread(low, high):     # random signs, magnitudes 2^low .. 2^high
+        return (rng.choice([-1.0, 1.0], n) * np.exp2(rng.uniform(low, high, n))).astype(np.float32)
+    a, b = spread(-149.0, -80.0), spread(-30.0, 30.0)          # a third of a subnormal, as are many a / b
+    assert np.count_nonzero(np.abs(a) < np.finfo(np.float32).tiny) > n // 4
+    assert np.count_nonzero(np.abs(a / b) < np.finfo(np.float32).tiny) > n // 4
+    for c in (0.9, 0.999, 1e-3 * 0.1 * 31.6 / 0.3, float(rng.uniform(1e-6, 1.0))):
+        wide = a.copy()
+        scale_wide(wide, c)
+        np.testing.assert_array_equal(wide.view(np.uint32), (a * np.float32(c)).view(np.uint32))
+    quotient = np.empty_like(a)
+    np.divide(a, b, out=quotient, dtype=WIDE)
+    np.testing.assert_array_equal(quotient.view(np.uint32), np.divide(a, b).view(np.uint32))
 
 
 def test_sgd_sparse_rows_is_exact():

@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics
-from rvfx.agents.neural.ensemble_buffer import EnsembleBuffer, Mask
+from rvfx.agents.neural.ensemble_buffer import Batch, EnsembleBuffer, Mask
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
 from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.representations import FiniteCodes, Representation, RepresentationKind, representation_for
@@ -154,35 +154,29 @@ def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> Ru
     return RunCost(parts=tuple(parts), per_step=(1.5e-4 + p.sgd_steps_per_step / p.sgd_period * (1e-4 + K * member),))
 
 
-def td_step(ensemble: PriorEnsemble, tape: Tape, x: np.ndarray, action: np.ndarray,
-            reward: np.ndarray, discount: np.ndarray, x_next: np.ndarray, weight: np.ndarray | None,
-            x_index: np.ndarray | None = None, next_index: np.ndarray | None = None,
-            prior: np.ndarray | None = None, next_prior: np.ndarray | None = None,
-            double: bool = False) -> float:
+def td_step(ensemble: PriorEnsemble, tape: Tape, batch: Batch, double: bool = False) -> float:
     """One optimiser step of every member on its discounted TD loss with target net (eq. 5.7, Alg. 8 l.1-4).
 
-    Member k minimises 1/(2B) sum_b w_kb (r_kb + discount_b max_a' Q^-_k(s'_b, a') - Q_k(s_b, a_b))^2,
-    discount = gamma, or 0 for a terminal transition (no bootstrap). With
-    `x_index`, x holds distinct states and sample b is x[x_index[b]] (likewise
-    `next_index`): repeated states then share one forward and backward pass, an
-    exact saving since the gradient is a sum of per-state terms. `prior`,
-    `next_prior` hand in stored prior values of x and x_next. With `double` the target is
+    Member k minimises 1/(2B) sum_b w_kb (r_kb + discount_b max_a' Q^-_k(s'_b, a') - Q_k(s_b, a_b))^2
+    on the `batch` (states as network inputs). With the batch's `index`, repeated states share one
+    forward and backward pass, an exact saving since the gradient is a sum of per-state terms; its
+    `prior`, `next_prior` hand in stored prior values. With `double` the target is
     Q^-_k(s', argmax_a' Q_k(s', a')) (double Q-learning) instead of the max. Returns the
     mean loss over members (non-finite when the values diverged).
 
     The target pass runs first, in `tape`'s buffers, and is reduced to v_next before the online
     pass that `backward` reads overwrites them: one set of activation buffers, not two, stays in cache.
     """
-    q_next = ensemble.value(x_next, target=True, tape=tape, prior=next_prior)   # (K, U', A), tape scratch
-    online_next = ensemble.value(x_next, prior=next_prior) if double else None
+    q_next = ensemble.value(batch.next_state, target=True, tape=tape, prior=batch.next_prior)   # (K, U', A)
+    online_next = ensemble.value(batch.next_state, prior=batch.next_prior) if double else None
     v_next = bootstrap_values(q_next, online_next)
-    q = ensemble.value(x, tape=tape, prior=prior)                        # (K, U, A)
-    _, delta = td_errors(q, action, reward, discount, v_next, x_index, next_index)
+    q = ensemble.value(batch.state, tape=tape, prior=batch.prior)                        # (K, U, A)
+    _, delta = td_errors(q, batch.action, batch.reward, batch.discount, v_next, batch.index, batch.next_index)
     K, B = delta.shape
-    g = delta if weight is None else delta * weight
+    g = delta if batch.weight is None else delta * batch.weight
     loss = 0.5 * float(np.vdot(g, delta)) / (B * K)
     g *= 1.0 / B
-    ensemble.apply_gradient(tape, value_gradient(tape, g, action, x_index, q))
+    ensemble.apply_gradient(tape, value_gradient(tape, g, batch.action, batch.index, q))
     return loss
 
 
@@ -300,16 +294,17 @@ class EnsembleRLSVI:
     def sgd_step(self) -> float:
         """Algorithm 8 lines 1-4 for all K members at once; copies to the target every target_period."""
         batch = self.buffer.sample(self.params.batch_size)
-        code, next_code, x_index, next_index = batch.code, batch.next_code, None, None
-        prior, next_prior = batch.prior, batch.next_prior
         if self._discrete:                      # repeated states share their passes (exact)
-            code, first, x_index = np.unique(code, return_index=True, return_inverse=True)
-            next_code, next_first, next_index = np.unique(next_code, return_index=True, return_inverse=True)
+            state, first, index = np.unique(batch.state, return_index=True, return_inverse=True)
+            next_state, next_first, next_index = np.unique(batch.next_state, return_index=True, return_inverse=True)
+            prior, next_prior = batch.prior, batch.next_prior
             if prior is not None:
                 prior, next_prior = prior[:, first], next_prior[:, next_first]
-        loss = td_step(self.ensemble, self._tape, self.rep.inputs(code),
-                       batch.action, batch.reward, batch.discount, self.rep.inputs(next_code),
-                       batch.weight, x_index, next_index, prior, next_prior,
+            batch = batch._replace(state=state, next_state=next_state, prior=prior, next_prior=next_prior,
+                                   index=index, next_index=next_index)
+        inputs = self.rep.inputs
+        loss = td_step(self.ensemble, self._tape,
+                       batch._replace(state=inputs(batch.state), next_state=inputs(batch.next_state)),
                        double=self.params.td_target == "double")
         if not math.isfinite(loss):
             self._diverged("SGD")

@@ -11,20 +11,26 @@ Mask = Literal["bootstrap", "gaussian", "none"]
 
 
 class Batch(NamedTuple):
-    """A minibatch of B transitions shared by the members, with each member's perturbation.
+    """A minibatch of B transitions (s_b, a_b, r_b, s'_b) shared by the members, with each member's perturbation:
+    what `sample` draws and what `td_step` reads.
 
-    `reward` is (B,), or (K, B) with member k's Gaussian noise added; `weight` is
-    (K, B) bootstrap weights, or None (all ones); `prior`, `next_prior` (K, B, A)
-    are the stored prior-network values of s and s', or None.
+    `state`, `next_state` are the states s and s': as stored (the representation's codes) or, for
+    `td_step`, as network inputs. `reward` is (B,), or (K, B) with member k's Gaussian noise added;
+    `discount` is gamma, or 0 for a terminal transition; `weight` is (K, B) bootstrap weights, or None
+    (all ones); `prior`, `next_prior` (K, U, A) are the stored prior-network values of s and s', or None.
+    With `index`, `state` holds U distinct states and sample b's is state[index[b]] (likewise
+    `next_index`): repeated states then share one pass.
     """
-    code: np.ndarray
+    state: np.ndarray
     action: np.ndarray
     reward: np.ndarray
     discount: np.ndarray
-    next_code: np.ndarray
-    weight: np.ndarray | None
+    next_state: np.ndarray
+    weight: np.ndarray | None = None
     prior: np.ndarray | None = None
     next_prior: np.ndarray | None = None
+    index: np.ndarray | None = None
+    next_index: np.ndarray | None = None
 
 
 class EnsembleBuffer:

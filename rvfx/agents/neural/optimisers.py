@@ -28,6 +28,20 @@ def pack(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
     return flat, views
 
 
+WIDE = np.float64
+
+
+def scale_wide(a: np.ndarray, scalar: float) -> None:
+    """a *= scalar in place (the scalar in a's dtype, as `a *= scalar` reads it), evaluated in float64.
+
+    For float32 the result is float32's own, bit for bit: the product of two float32s is exact in
+    float64 (48 of its 53 bits) and is rounded once, subnormal results included; likewise a float32
+    quotient rounded to 53 bits then to 24 is rounded correctly (53 >= 2 x 24 + 2, Figueroa 1995). What
+    it saves is x86's slow path for subnormal float32 operands and results (~30x per vector).
+    """
+    np.multiply(a, WIDE(a.dtype.type(scalar)), out=a, dtype=WIDE)
+
+
 class SGD:
     """theta <- theta - lr * grad; a `SparseRows` gradient touches only its rows (exact)."""
 
@@ -68,16 +82,21 @@ class Adam:
         self.t = 0
 
     def _update(self, p, g, m, v, step: float, eps: float) -> None:
-        """theta -= step * m~ / (sqrt(v~) + eps) after the moment updates, all in place; g is overwritten."""
-        m *= self.b1                            # m~ <- b1 m~ + g
+        """theta -= step * m~ / (sqrt(v~) + eps) after the moment updates, all in place; g is overwritten.
+
+        The products by b1 and by step and the quotient by sqrt(v~) + eps run in float64, rounded once
+        to p's dtype (`scale_wide`): the same results, without x86's slow path on the subnormal m~ that a
+        weight whose gradient stays 0 reaches (b1^t; ~10% of them on cartpole, where it was 85% of Adam).
+        """
+        scale_wide(m, self.b1)                          # m~ <- b1 m~ + g
         m += g
         g *= g
-        v *= self.b2                            # v~ <- b2 v~ + g^2
+        v *= self.b2                                    # v~ <- b2 v~ + g^2
         v += g
         np.sqrt(v, out=g)
         g += eps
-        np.divide(m, g, out=g)
-        g *= step
+        np.divide(m, g, out=g, dtype=WIDE)
+        scale_wide(g, step)
         p -= g
 
     def step(self, params: list[np.ndarray], grads: list) -> None:
