@@ -111,7 +111,7 @@ class DQNParams(EnsembleParams):
 
 
 # CPU seconds, fitted to runs on deep sea (N = 10-50, one-hot pixels and the linear basis) and the
-# cartpole (50-50, one layer, linear, DQN; sgd_period 1 and 4) with both cores busy
+# cartpole (50-50, one layer, linear, DQN; sgd_period 1 and 4) at a load of 13-15 on 2 cores
 # (benchmarks/bench_ensemble.py, bench_cartpole.py): per environment step the acting, the environment
 # and the enqueue; per SGD step a fixed part, and per member at batch 128 a part per unit (bias, ReLU
 # and Adam passes) and per multiply-add of the layers (a one-hot input's first layer is a row

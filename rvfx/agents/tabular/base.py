@@ -17,7 +17,7 @@ BYTES_PER_TRANSITION = 64   # TransitionStore: 24-byte rows, doubled when full, 
 # the bootstrap's resample (draws and weighted bincounts), per stored transition and episode:
 # 11-22 ns measured from 30,000 to 1.2 M stored transitions (caches miss more as the history grows)
 RESAMPLE_PER_TRANSITION = 2e-8
-# CPU seconds per episode, measured on deep sea N = 10-80 (benchmarks/bench_tabular.py, both cores busy):
+# CPU seconds per episode, measured on deep sea N = 10-80 (benchmarks/bench_tabular.py, load 13 on 2 cores):
 # each agent's parameters declare its learn_from_buffer's cost per layer as `learn_cost`, (fixed, per
 # (s, a, s') entry of the next-state table); the bootstrap adds its statistics from the resampled
 # counts (weighted bincounts into that table), and Boltzmann acting (eq. 4.2) a softmax per step
