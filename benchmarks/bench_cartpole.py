@@ -9,6 +9,10 @@ agents of configs/cartpole_*.yaml. Both wall-clock and process CPU time are show
 over rounds); on a shared machine the CPU time is the steadier. BLAS is pinned to one thread, as
 in the runner (each run is one process on one core; parallelism comes from `--jobs`).
 
+Last, `rvfx validate`'s speed model against the CPU time per episode of the cartpole specs' agents
+(estimate_check): configs/cartpole_rlsvi.yaml's three networks at sgd_period 4 and 1, DQN, and
+configs/cartpole_confirm.yaml's cell (trig observation, prior 3, double-Q target).
+
 The SGD step alone, beside its matmul floor, is bench_neural_step.py's. No line times BLAS on
 several threads: the products are 128 x 50 x 50 per member, too small to split well, and on a
 machine whose cores run other work such a timing measures their contention, not the agent (in a
@@ -21,6 +25,7 @@ import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in t
 import time
 
 import numpy as np
+from estimate_check import model_over_measured
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams
 
@@ -98,6 +103,28 @@ def bench_agent_step(params, steps: int = 1500, rounds: int = 3, warmup: int = 3
     return float(np.median(walls)), float(np.median(cpus)), (agent.sgd_steps - sgd0) // (rounds * steps)
 
 
+# label, parameters, environment parameters: rvfx validate's model checked on each
+MODEL_CASES = [
+    ("cartpole_rlsvi 50-50, sgd_period 4", EnsembleParams(K=20, sgd_period=4), {}),
+    ("cartpole_rlsvi 50-50, sgd_period 1", EnsembleParams(K=20, sgd_period=1), {}),
+    ("cartpole_rlsvi one layer, sgd_period 4", EnsembleParams(K=20, hidden2=0, sgd_period=4), {}),
+    ("cartpole_rlsvi linear, sgd_period 4", EnsembleParams(K=20, hidden1=0, hidden2=0, sgd_period=4), {}),
+    ("cartpole_dqn, sgd_period 4", DQNParams(sgd_period=4, epsilon_anneal_episodes=300), {}),
+    ("cartpole_confirm 50-50 (trig, double)", EnsembleParams(
+        K=20, sgd_period=4, prior_scale=3.0, td_target="double", target_period=500, acting_weights="live",
+        diagnostics_every=50), {"observation": "trig"}),
+]
+
+
+def model_check(episodes: int = 2) -> None:
+    """rvfx validate's model against CPU time per 1001-step episode, after one episode of warm-up."""
+    print("rvfx validate's model against CPU time per episode (cartpole swing-up, tau_pole_mass)")
+    for label, params, env_values in MODEL_CASES:
+        env = CartpoleSwingUp(CartpoleSwingUpParams(tau_pole_mass=True, **env_values), np.random.default_rng(0))
+        algorithm = "dqn" if isinstance(params, DQNParams) else "ensemble_rlsvi"
+        model_over_measured(label, algorithm, params, env, warmup=1, episodes=episodes)
+
+
 def main() -> None:
     t0 = time.perf_counter()
     bench_scalar(episodes=1)  # warm up
@@ -113,6 +140,7 @@ def main() -> None:
         print(f"  {label:48s} {1e3 / wall:8,.0f} steps/s wall ({wall:6.3f} ms), "
               f"{1e3 / cpu:8,.0f} steps/s CPU ({cpu:6.3f} ms); "
               f"{cpu * 1.001:5.2f} CPU-s per 1001-step episode")
+    model_check()
     print(f"benchmark took {time.perf_counter() - t0:.1f} s")
 
 

@@ -10,7 +10,9 @@ A cost model from a K=1 batched agent in the same rounds says what the ratio can
 costs f + K m (f: the calls made once per step, m: one member's arithmetic), the loop pays
 (most of) f once per member, so its speed-up is at most K (f + m) / (f + K m).
 Also the batched cost per step with the coherent linear-basis input (M=10, Fig. 15) at
-N=25, whose first layer updates all 2NM rows of W_1 every step.
+N=25, whose first layer updates all 2NM rows of W_1 every step. Last, `rvfx validate`'s speed
+model against the CPU time per episode of the deep-sea ensemble runs of the paper's specs
+(estimate_check), pixels and the linear basis at N = 10-50.
 
 The SGD step alone, beside its matmul floor, is bench_neural_step.py's.
 
@@ -24,6 +26,7 @@ import time
 import tracemalloc
 
 import numpy as np
+from estimate_check import model_over_measured
 
 from rvfx.agents.neural.ensemble import EnsembleParams, EnsembleRLSVI, make_ensemble_agent, td_step
 from rvfx.agents.neural.ensemble_buffer import Batch
@@ -137,6 +140,17 @@ def full_buffer_memory(size: int = 50, K: int = 20, capacity: int = 100_000) -> 
     return peak / 2**20, buffer_bytes / 2**20
 
 
+def model_check(sizes=(10, 25, 40, 50)) -> None:
+    """rvfx validate's model against CPU time: K=20 ensembles of configs/deepsea_ensemble*.yaml."""
+    print("rvfx validate's model against CPU time per episode (deep sea, K=20, 50-50 MLP + prior, batch 128)")
+    for representation in ("observation", "linear_basis"):
+        for n in sizes:
+            env = DeepSea(DeepSeaParams(size=n), np.random.default_rng(1))
+            model_over_measured(f"{representation} N={n}", "ensemble_rlsvi",
+                                EnsembleParams(K=20, representation=representation, M=10), env,
+                                warmup=40, episodes=max(5, 800 // n))
+
+
 def main() -> None:
     t0 = time.perf_counter()
     cost = step_cost()
@@ -160,6 +174,7 @@ def main() -> None:
     peak, buf_mb = full_buffer_memory()
     print(f"full 1e5 buffer at N=50, K=20: peak traced memory {peak:.1f} MB "
           f"(buffer arrays {buf_mb:.1f} MB; target < 500 MB)")
+    model_check()
     print(f"benchmark took {time.perf_counter() - t0:.1f} s")
 
 

@@ -1,4 +1,5 @@
-"""Tabular agents: per-episode cost stays flat with history, and the speed-up of sufficient statistics.
+"""Tabular agents: per-episode cost stays flat with history, the speed-up of sufficient statistics,
+and `rvfx validate`'s speed model against each tabular agent of the paper's specs (estimate_check).
 
 Baseline (kept here only): `learn_grlsvi` that replays every stored transition each
 episode, draws one noise term per transition and solves each layer's regression
@@ -9,6 +10,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from estimate_check import agent_params, model_over_measured
 
 from rvfx.agents import AGENTS, make_agent
 from rvfx.agents.linear.regression import perturbed_sample
@@ -61,6 +63,21 @@ def setup(name, n, seed=0):
     return make_agent(name, AGENTS[name].params(), env, np.random.default_rng(seed)), env
 
 
+# label, algorithm, settings: the tabular agents of configs/deepsea_tabular*.yaml and exploration_table.yaml
+MODEL_CASES = [
+    ("grlsvi", "grlsvi", {}),
+    ("brlsvi", "brlsvi", {}),
+    ("lsvi boltzmann", "lsvi", {"act": "boltzmann", "temperature": 0.1}),
+    ("psrl", "psrl", {"data_weight": 10}),
+    ("ucrl2", "ucrl2", {"data_weight": 10, "confidence_scale": 0.1}),
+    ("ucrl2 all states", "ucrl2", {"data_weight": 10, "confidence_scale": 0.1, "width_states": "all"}),
+    ("deepsea_optimal", "deepsea_optimal", {}),
+    ("deepsea_exploitation", "deepsea_exploitation", {}),
+    ("deepsea_myopic", "deepsea_myopic", {}),
+    ("deepsea_thompson", "deepsea_thompson", {}),
+]
+
+
 def main():
     print("== tabular agents (deep sea, treasure) ==")
     agent, env = setup("grlsvi", 10)
@@ -88,6 +105,13 @@ def main():
             live(agent, env, 200)
             cells.append(f"N={n} {ms_per_episode(agent, env, 500):.3f}")
         print(f"{name:8s} ms/episode (after 200 episodes): " + ", ".join(cells))
+
+    print("rvfx validate's model against CPU time per episode (deep sea, treasure; the specs' settings)")
+    for label, algorithm, values in MODEL_CASES:
+        for n in (10, 20, 40):
+            env = DeepSea(DeepSeaParams(size=n), np.random.default_rng(0))
+            model_over_measured(f"{label} N={n}", algorithm, agent_params(algorithm, **values), env,
+                                warmup=50, episodes=max(20, 100_000 // n**2))
 
 
 if __name__ == "__main__":

@@ -81,13 +81,14 @@ def machine_bytes() -> int:
 
 
 def cpu_seconds(algorithm: str, agent, env_params, episodes: int) -> float | None:
-    """Coarse estimate of one run's CPU seconds (stop_at_learning may end it sooner) at README,
-    Speed's measured rates, not a bound: CPU time per step varies with the machine and its load
-    (the Fig. 17 agent step, 1.46 ms there, took 5.3 ms CPU on 2026-11-27 with both cores of this
-    VM busy). Fixed costs per step and per episode, and the terms the agent declares per step, per
-    episode and per run (`AgentEntry.cost`: the tabular backup's H*S*A*S, the linear agents'
-    per-row solve and products, the ensemble's acting and SGD steps, the bootstrap's resampling of
-    the whole history each episode). None when the environment's sizes are unknown."""
+    """Coarse estimate of one run's CPU seconds (stop_at_learning may end it sooner) at the rates
+    docs/speed.md reports, measured on a loaded machine: CPU time per step varies with the machine
+    and its load (the cartpole's SGD step of K = 20 members took 1.7 ms CPU with both cores busy and
+    3.3 ms at a load of 13-15 on 2 cores). Fixed costs per step and per episode, and the terms the agent
+    declares per step, per episode and per run (`AgentEntry.cost`: the tabular agents' backup per layer,
+    the linear agents' per-row solve and products, the ensemble's acting and SGD steps, the
+    bootstrap's resampling of the whole history each episode); benchmarks/estimate_check.py sets
+    them beside measured runs. None when the environment's sizes are unknown."""
     z = sizes(algorithm, agent, env_params)
     if z is None:
         return None

@@ -110,6 +110,18 @@ class DQNParams(EnsembleParams):
         "added_later": True, "doc": "live: DQN acts with the weights it is training (episode: a per-episode copy)"})
 
 
+# CPU seconds, fitted to runs on deep sea (N = 10-50, one-hot pixels and the linear basis) and the
+# cartpole (50-50, one layer, linear, DQN; sgd_period 1 and 4) at a load of 13-15 on 2 cores
+# (benchmarks/bench_ensemble.py, bench_cartpole.py): per environment step the acting, the environment
+# and the enqueue; per SGD step a fixed part, and per member at batch 128 a part per unit (bias, ReLU
+# and Adam passes) and per multiply-add of the layers (a one-hot input's first layer is a row
+# gather); keyed inputs add per member the cached targets and the gathered first-layer rows' Adam,
+# and a double-Q target its extra forward pass
+NETWORK_STEP = (4e-5, 1.4e-4, 8e-7, 2.2e-8)
+KEYED_MEMBER = 5e-5
+DOUBLE_Q = 1.3
+
+
 def network_sizes(p: EnsembleParams, z: dict) -> dict:
     """`AgentEntry.sizes`: the linear_basis input on a layered environment, M features per row of H."""
     if p.representation == "linear_basis" and "S" in z:
@@ -120,8 +132,7 @@ def network_sizes(p: EnsembleParams, z: dict) -> dict:
 def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> RunCost:
     """`AgentEntry.cost` of Ensemble RLSVI / DQN: replay buffer, the K networks' copies, cached values
     per input (keyed inputs), one SGD step's activations, and the one-off temporaries of building the
-    networks; per step the acting and the SGD steps (0.1 ms + K x 0.068 ms each at batch 128 on the
-    50-50 MLP)."""
+    networks; per step the acting and the SGD steps (`NETWORK_STEP`, `KEYED_MEMBER`, `DOUBLE_Q`)."""
     K, A, B = p.K, z["A"], p.batch_size
     hidden = [h for h in (p.hidden1, p.hidden2) if h > 0]
     layers = list(zip([z["inputs"], *hidden], [*hidden, A]))
@@ -148,10 +159,12 @@ def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> Ru
     rows = min(B, z["keys"]) if keyed else B     # keyed inputs: one pass per distinct state of the batch
     sgd = 4 * 5 * rows * K * (sum(hidden) + A) + 4 * 8 * B * K + (4 * B * rows * A if keyed else 0)
     parts.append(Part("one SGD step's activations and gradients", sgd, "agent.batch_size"))
-    widths = [*hidden, A]
-    flops = widths[0] + sum(i * o for i, o in zip(widths, widths[1:]))
-    member = 6.8e-5 * B / 128 * flops / 2700
-    return RunCost(parts=tuple(parts), per_step=(1.5e-4 + p.sgd_steps_per_step / p.sgd_period * (1e-4 + K * member),))
+    act, sgd, unit, mac = NETWORK_STEP
+    one_hot = keyed and "M" not in z            # the first layer gathers a row per input
+    macs = sum(i * o for i, o in layers) - (layers[0][0] - 1) * layers[0][1] * one_hot
+    member = B / 128 * (unit * sum(o for _, o in layers) + mac * macs) + KEYED_MEMBER * keyed
+    step = (sgd + K * member) * (DOUBLE_Q if p.td_target == "double" else 1.0)
+    return RunCost(parts=tuple(parts), per_step=(act + p.sgd_steps_per_step / p.sgd_period * step,))
 
 
 def td_step(ensemble: PriorEnsemble, tape: Tape, batch: Batch, double: bool = False) -> float:

@@ -17,6 +17,12 @@ BYTES_PER_TRANSITION = 64   # TransitionStore: 24-byte rows, doubled when full, 
 # the bootstrap's resample (draws and weighted bincounts), per stored transition and episode:
 # 11-22 ns measured from 30,000 to 1.2 M stored transitions (caches miss more as the history grows)
 RESAMPLE_PER_TRANSITION = 2e-8
+# CPU seconds per episode, measured on deep sea N = 10-80 (benchmarks/bench_tabular.py, load 13 on 2 cores):
+# each agent's parameters declare its learn_from_buffer's cost per layer as `learn_cost`, (fixed, per
+# (s, a, s') entry of the next-state table); the bootstrap adds its statistics from the resampled
+# counts (weighted bincounts into that table), and Boltzmann acting (eq. 4.2) a softmax per step
+BOOTSTRAP_STATISTICS = (4e-6, 1e-9)
+BOLTZMANN_STEP = 1.6e-5
 
 ActRule = Literal["greedy", "epsilon_greedy", "boltzmann"]
 
@@ -141,12 +147,17 @@ def tabular_cost(next_state_tables: int = 1, bootstrap: bool = False):
     """`AgentEntry.cost` of a layered tabular agent: `next_state_tables` H×S×A×S float64 tables alive
     at the peak of one learn_from_buffer, next_count included (psrl: Dirichlet arguments and gamma
     draws; ucrl2: empirical transitions and their where(); brlsvi: the resampled counts), six H×S×A
-    ones, the backup's H*S*A*S each episode, and with `bootstrap` the stored history."""
+    ones; per episode the agent's `learn_cost` per layer, and with `bootstrap` the statistics and the
+    stored history."""
     def cost(params, z: dict, episodes: int, size_key: str) -> RunCost:
         H, S, A = z.get("H", 0), z.get("S", 0), z["A"]
         n = next_state_tables
+        layer, entry = params.learn_cost
+        if bootstrap:
+            layer, entry = layer + BOOTSTRAP_STATISTICS[0], entry + BOOTSTRAP_STATISTICS[1]
         own = RunCost(parts=(Part(f"{n} next-state table(s) of H×S×A×S", 8 * n * H * S * A * S, size_key),
                              Part("the H×S×A tables", 8 * 6 * H * S * A, size_key)),
-                      per_episode=(3e-8 * z["H"] * z["S"] ** 2 * z["A"],))
+                      per_step=(BOLTZMANN_STEP,) if getattr(params, "act", None) == "boltzmann" else (),
+                      per_episode=(z["H"] * (layer + entry * z["S"] ** 2 * z["A"]),))
         return own.plus(history_cost(z, episodes)) if bootstrap else own
     return cost

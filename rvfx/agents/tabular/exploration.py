@@ -50,7 +50,7 @@ Boltzmann) on top of their Q. The environment must be a `DeepSea` with noise-fre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -68,6 +68,9 @@ class DeepSeaKnownParams:
     act: ActRule = act_fields()["act"]
     epsilon: float = act_fields()["epsilon"]
     temperature: float = act_fields()["temperature"]
+    # CPU seconds per episode and layer, fixed and per (s, a, s') (base.tabular_cost; bench_tabular.py):
+    # Thompson's posterior draw; the optimal and pure-exploitation agents cost less
+    learn_cost: ClassVar[tuple] = (1.2e-5, 6e-10)
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class MyopicParams:
     act: ActRule = act_fields()["act"]
     epsilon: float = act_fields()["epsilon"]
     temperature: float = act_fields()["temperature"]
+    learn_cost: ClassVar[tuple] = (0.0, 0.0)     # a one-step bonus: no backup beyond the fixed costs
 
 
 class DeepSeaKnownStructure(TabularAgent):
