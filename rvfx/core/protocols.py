@@ -77,10 +77,10 @@ class Layered(Protocol):
     shape: tuple
 
 
-@runtime_checkable
 class Pixels(Layered, Protocol):
     """A layered environment that is also a picture: the state (h, s) is an H x S image with one
-    lit cell (deep sea's N x N grid, Section 7.2.1), so a network may read it one-hot."""
+    lit cell (deep sea's N x N grid, Section 7.2.1), so a network may read it one-hot. It adds no
+    member to `Layered`, so it is only ever declared (`offers`), never checked by isinstance."""
 
 
 @runtime_checkable
