@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from rvfx.agents import AGENTS
+from rvfx.agents import AGENTS, known_before_built, requirement
 from rvfx.envs import ENVS
 from rvfx.experiment.params import describe
 from rvfx.experiment.spec import AGENT_KEYS, SCALES, TOP_KEYS
@@ -64,11 +64,16 @@ def agents_page() -> str:
         body += [f"## `{name}`", ""]
         if _doc(entry.params):
             body += [_doc(entry.params), ""]
-        if isinstance(entry.requires, tuple):     # isinstance's tuple: any one of them
-            body += ["Acts on environments that are any of " + ", ".join(f"`{r.__name__}` ({_doc(r)})"
-                                                                       for r in entry.requires), ""]
-        elif entry.requires is not None:
-            body += [f"Acts on environments that are `{entry.requires.__name__}`: {_doc(entry.requires)}", ""]
+        needs = requirement(name)
+        by_params = not isinstance(entry.requires, type | tuple)
+        if by_params:
+            body += [f"Its parameters choose what it acts on. {' '.join(inspect.getdoc(entry.requires).split())}", ""]
+        defaults = " with its defaults" if by_params else ""
+        if len(needs) > 1:
+            body += [f"Acts{defaults} on environments that are any of "
+                     + ", ".join(f"`{r.__name__}` ({_doc(r)})" for r in needs), ""]
+        else:
+            body += [f"Acts{defaults} on environments that are `{needs[0].__name__}`: {_doc(needs[0])}", ""]
         body += [*parameter_table(entry.params), ""]
     return _page("Agents", "Every agent a spec can name as `algorithm:`, with its parameters.", body)
 
@@ -79,6 +84,8 @@ def environments_page() -> str:
         body += [f"## `{name}`", ""]
         if _doc(env_cls):
             body += [_doc(env_cls), ""]
+        if known_before_built(env_cls) and getattr(env_cls, "offers", ()):
+            body += ["Offers agents " + ", ".join(f"`{o.__name__}` ({_doc(o)})" for o in env_cls.offers), ""]
         body += [*parameter_table(params_cls), ""]
     return _page("Environments", "Every environment a spec can name as `env: {name: ...}`, with its parameters.",
                  body)

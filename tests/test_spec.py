@@ -22,6 +22,7 @@ scales:
   ci: {}
   paper: {}
 """
+ENV_AND_AGENT = "  name: deep_sea\n  size: 4\nagents:\n  rlsvi:\n    algorithm: grlsvi\n    v: 0.5"
 
 
 def run_bad(tmp_path, text):
@@ -50,6 +51,14 @@ def run_bad(tmp_path, text):
     ("  paper: {}", "", 11, "scales", "missing the 'paper' scale"),
     ("seeds: 1", "seeds: 1\nfirst_seed: -1", 10, "first_seed", "must be >= 0"),
     ("seeds: 1", "seeds: 1\nfirst_seed: 1.5", 10, "first_seed", "expected an integer"),
+    # an agent on an environment that does not offer what it requires, whatever its parameters or by them
+    ("    algorithm: grlsvi\n    v: 0.5", "    algorithm: grlsvi_optimism", 7, "agents.rlsvi.algorithm",
+     "grlsvi_optimism runs on random_mdp, not deep_sea"),
+    (ENV_AND_AGENT, "  name: random_mdp\nagents:\n  rlsvi:\n    algorithm: dqn", 6, "agents.rlsvi.algorithm",
+     "dqn runs on deep_sea or cartpole_swingup, not random_mdp"),
+    (ENV_AND_AGENT, "  name: cartpole_swingup\nagents:\n  rlsvi:\n    algorithm: ensemble_rlsvi\n"
+     "    representation: linear_basis", 6, "agents.rlsvi.algorithm",
+     "ensemble_rlsvi runs on deep_sea, not cartpole_swingup"),
 ])
 def test_bad_spec_names_file_line_and_key(tmp_path, old, new, line, key, words):
     assert old in BASE

@@ -1,12 +1,13 @@
 """Agent registry: name -> AgentEntry(factory(params, env, rng), parameter dataclass, requires, summary,
-sizes, cost, environments).
+sizes, cost).
 
 `requires` is what an environment must offer for the agent (a protocol of `rvfx.core.protocols`,
-an environment class, or a tuple of either): `make_agent` checks it. `summary` is the line
-`rvfx list agents` shows. The optional rest is what a run of the agent costs, for
-rvfx.experiment.memory's estimates: `sizes(params, z)`, the sizes it adds to the environment's
-(M), `cost(params, z, episodes, size_key)`, its `RunCost` (rvfx.core.cost), and `environments(params)`,
-the paper's environments it runs on.
+an environment class, or a tuple of either, any one of which will do), or a function of the
+agent's parameters giving that. It is checked against what the environment declares it offers
+(`rvfx.core.protocols.offered`): by `make_agent`, and by the spec check before a run, through
+`environments`. `summary` is the line `rvfx list agents` shows. The optional rest is what a run
+of the agent costs, for rvfx.experiment.memory's estimates: `sizes(params, z)`, the sizes it adds
+to the environment's (M), and `cost(params, z, episodes, size_key)`, its `RunCost` (rvfx.core.cost).
 """
 from collections.abc import Callable
 from typing import NamedTuple
@@ -21,7 +22,8 @@ from rvfx.agents.tabular.psrl import PSRL, PSRLParams
 from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.agents.tabular.ucrl2 import UCRL2, UCRL2Params
 from rvfx.agents.tabular.uncertainty import UncertaintyParams, UncertaintyProbe, uncertainty_cost
-from rvfx.core.protocols import Layered, LinearFeatures, OwnNetworkInput, VectorObservations
+from rvfx.core.protocols import Layered, LinearFeatures, OwnNetworkInput, Pixels, VectorObservations, offered
+from rvfx.envs import ENVS
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp
 from rvfx.envs.deep_sea import DeepSea
 from rvfx.envs.four_state import FourStateExample
@@ -31,90 +33,110 @@ from rvfx.envs.random_mdp import RandomMDP
 class AgentEntry(NamedTuple):
     factory: Callable
     params: type
-    requires: type | tuple
+    requires: type | tuple | Callable
     summary: str = ""
     sizes: Callable | None = None
     cost: Callable | None = None
-    environments: Callable | None = None
 
 
-def _on(*envs: str) -> Callable:
-    """`environments` of an agent that runs on `envs` whatever its parameters."""
-    return lambda params: envs
-
-
-def _network_environments(params) -> tuple:
-    """The observation input runs on deep sea and the cartpole; the linear basis only on deep sea."""
-    return ("deep_sea", "cartpole_swingup") if params.representation == "observation" else ("deep_sea",)
-
-
-TABULAR_ENVIRONMENTS = _on("deep_sea", "random_mdp", "four_state")
+def _network_requires(params) -> tuple:
+    """With representation observation, the environment's own network input, its observation
+    vector or its pixels; with linear_basis, its linear features (Section 7.1.2)."""
+    if params.representation == "observation":
+        return (OwnNetworkInput, VectorObservations, Pixels)
+    return (LinearFeatures,)
 
 
 AGENTS = {
     "lsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "none"), RLSVIParams, Layered,
         "tabular learn_lsvi (Alg. 3): least-squares value iteration, no perturbation",
-        cost=tabular_cost(), environments=TABULAR_ENVIRONMENTS),
+        cost=tabular_cost()),
     "grlsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "gaussian"), RLSVIParams, Layered,
         "tabular learn_grlsvi (Alg. 4 with Gaussian noise, Sec. 5.2)",
-        cost=tabular_cost(), environments=TABULAR_ENVIRONMENTS),
+        cost=tabular_cost()),
     "brlsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "bootstrap"), RLSVIParams, Layered,
         "tabular learn_brlsvi (Alg. 4 with bootstrapped noise, Sec. 5.2)",
-        cost=tabular_cost(2, bootstrap=True), environments=TABULAR_ENVIRONMENTS),
+        cost=tabular_cost(2, bootstrap=True)),
     "psrl": AgentEntry(lambda p, env, rng: PSRL(env.shape, rng, p), PSRLParams, Layered,
         "posterior sampling for RL (PSRL, Sec. 7.1.1), Dirichlet-normal posterior",
-        cost=tabular_cost(3), environments=TABULAR_ENVIRONMENTS),
+        cost=tabular_cost(3)),
     "ucrl2": AgentEntry(lambda p, env, rng: UCRL2(env.shape, rng, p), UCRL2Params, Layered,
         "UCRL2 (Jaksch et al. 2010; Sec. 7.1.1), optimistic value iteration in confidence sets",
-        cost=tabular_cost(3), environments=TABULAR_ENVIRONMENTS),
+        cost=tabular_cost(3)),
     "grlsvi_optimism": AgentEntry(lambda p, env, rng: OptimismProbe(env, rng, p), OptimismParams, RandomMDP,
         "tabular learn_grlsvi probed for Theorem 1's optimism in expectation (Sec. 6.2)"),
     "grlsvi_uncertainty": AgentEntry(lambda p, env, rng: UncertaintyProbe(env, rng, p), UncertaintyParams,
                                      FourStateExample,
         "tabular learn_grlsvi's sampled Q variance on the four-state example (Fig. 2)",
-        cost=uncertainty_cost, environments=_on("four_state")),
+        cost=uncertainty_cost),
     "deepsea_optimal": AgentEntry(exploration.make_optimal, exploration.DeepSeaKnownParams, DeepSea,
         "Table 1's optimal agent: knows deep sea's structure and whether the chest is treasure",
-        cost=tabular_cost(), environments=_on("deep_sea")),
+        cost=tabular_cost()),
     "deepsea_exploitation": AgentEntry(exploration.make_pure_exploitation, exploration.DeepSeaKnownParams, DeepSea,
         "Table 1's pure exploitation: greedy on a posterior mean that knows the structure",
-        cost=tabular_cost(), environments=_on("deep_sea")),
+        cost=tabular_cost()),
     "deepsea_myopic": AgentEntry(exploration.make_myopic, exploration.MyopicParams, DeepSea,
         "Table 1's myopic exploration: a one-step bonus for untried actions",
-        cost=tabular_cost(), environments=_on("deep_sea")),
+        cost=tabular_cost()),
     "deepsea_thompson": AgentEntry(exploration.make_thompson, exploration.DeepSeaKnownParams, DeepSea,
         "Table 1's randomized agent: Thompson sampling on a prior that knows the structure",
-        cost=tabular_cost(), environments=_on("deep_sea")),
-    "ensemble_rlsvi": AgentEntry(make_ensemble_agent, EnsembleParams, (OwnNetworkInput, VectorObservations, Layered),
+        cost=tabular_cost()),
+    "ensemble_rlsvi": AgentEntry(make_ensemble_agent, EnsembleParams, _network_requires,
         "learn_ensemble_rlsvi (Alg. 8): K networks with fixed random priors, per-member noise",
-        sizes=network_sizes, cost=network_cost, environments=_network_environments),
-    "dqn": AgentEntry(make_ensemble_agent, DQNParams, (OwnNetworkInput, VectorObservations, Layered),
+        sizes=network_sizes, cost=network_cost),
+    "dqn": AgentEntry(make_ensemble_agent, DQNParams, _network_requires,
         "DQN with epsilon-greedy exploration annealed 1 -> 0 (Fig. 16)",
-        sizes=network_sizes, cost=network_cost, environments=_network_environments),
+        sizes=network_sizes, cost=network_cost),
     "cartpole_reference": AgentEntry(make_reference, CartpoleReferenceParams, CartpoleSwingUp,
-        "a hand-built swing-up controller (energy pumping, then LQR): proof the task is solvable",
-        environments=_on("cartpole_swingup")),
+        "a hand-built swing-up controller (energy pumping, then LQR): proof the task is solvable"),
     "linear_lsvi": AgentEntry(lambda p, env, rng: LinearRLSVI(env, rng, p, "none"), LinearRLSVIParams,
                               LinearFeatures,
         "linear learn_lsvi with per-row features (Sec. 7.1.2), no perturbation",
-        sizes=linear_sizes, cost=linear_cost(), environments=_on("deep_sea")),
+        sizes=linear_sizes, cost=linear_cost()),
     "linear_grlsvi": AgentEntry(lambda p, env, rng: LinearRLSVI(env, rng, p, "gaussian"), LinearRLSVIParams,
                                 LinearFeatures,
         "linear learn_grlsvi (Sec. 7.1.2-7.1.4), Gaussian noise",
-        sizes=linear_sizes, cost=linear_cost(), environments=_on("deep_sea")),
+        sizes=linear_sizes, cost=linear_cost()),
     "linear_brlsvi": AgentEntry(lambda p, env, rng: LinearRLSVI(env, rng, p, "bootstrap"), LinearRLSVIParams,
                                 LinearFeatures,
         "linear learn_brlsvi (Sec. 7.1.4, Fig. 13), bootstrapped noise",
-        sizes=linear_sizes, cost=linear_cost(bootstrap=True), environments=_on("deep_sea")),
+        sizes=linear_sizes, cost=linear_cost(bootstrap=True)),
 }
 
 
-def accepts(name: str, env) -> bool:
-    """Whether agent `name` can act on `env` (it offers what the agent requires)."""
-    return isinstance(env, AGENTS[name].requires)
+def requirement(name: str, params=None) -> tuple:
+    """What agent `name` with `params` (its defaults if None) requires of an environment: any one of these."""
+    entry = AGENTS[name]
+    needs = entry.requires
+    if not isinstance(needs, type | tuple):
+        needs = needs(entry.params() if params is None else params)
+    return needs if isinstance(needs, tuple) else (needs,)
+
+
+def needs(name: str, params=None) -> str:
+    """`requirement` in words: "Layered", "OwnNetworkInput or VectorObservations or Pixels"."""
+    return " or ".join(r.__name__ for r in requirement(name, params))
+
+
+def accepts(name: str, env, params=None) -> bool:
+    """Whether agent `name` with `params` can act on `env`, built or its class: it offers one of
+    what the agent requires."""
+    return not offered(env).isdisjoint(requirement(name, params))
+
+
+def known_before_built(maker) -> bool:
+    """Whether a registry entry's environment declares its offers before it is built: a class with
+    fixed `offers` (the gym and bsuite kinds are made by functions, their offers set by the id)."""
+    return isinstance(maker, type) and not isinstance(getattr(maker, "offers", ()), property)
+
+
+def environments(name: str, params) -> tuple[str, ...]:
+    """The registered environments, of those that declare their offers before they are built,
+    agent `name` with `params` acts on."""
+    return tuple(env for env, (maker, *_) in ENVS.items() if known_before_built(maker) and accepts(name, maker, params))
 
 
 def make_agent(name: str, params, env, rng):
-    if not accepts(name, env):
-        raise TypeError(f"agent {name!r} cannot act on {type(env).__name__}: it needs {AGENTS[name].requires}")
+    if not accepts(name, env, params):
+        raise TypeError(f"agent {name!r} cannot act on {type(env).__name__}: it needs {needs(name, params)}")
     return AGENTS[name].factory(params, env, rng)

@@ -2,7 +2,9 @@
 
 `live` needs only `Agent` and `Environment`. An agent's factory may need more of the
 environment (the layered tabular shape, an observation vector, linear features); those needs
-are the small protocols below, so an agent says what it accepts and an environment what it offers.
+are the small protocols below: an agent's registry entry says which it requires, and an
+environment declares in `offers` which it offers (`offered` reads it), so both the run and the
+spec check before it decide alike.
 An environment's parameters may declare its sizes before it is built (`RunSizes`), so that a run's
 cost is estimated from its parameters alone.
 """
@@ -75,6 +77,12 @@ class Layered(Protocol):
     shape: tuple
 
 
+class Pixels(Layered, Protocol):
+    """A layered environment that is also a picture: the state (h, s) is an H x S image with one
+    lit cell (deep sea's N x N grid, Section 7.2.1), so a network may read it one-hot. It adds no
+    member to `Layered`, so it is only ever declared (`offers`), never checked by isinstance."""
+
+
 @runtime_checkable
 class OwnNetworkInput(Protocol):
     """The environment declares the network input of its observations itself (e.g. a Gymnasium
@@ -115,6 +123,15 @@ class ProbeStates(Protocol):
     """Named observations at which to probe a learned value function."""
 
     def probe_states(self) -> dict: ...
+
+
+def offered(environment) -> set:
+    """Everything `environment` (built, or its class) offers an agent: the `Environment`
+    protocol, the classes it is, and the protocols its `offers` declares with their bases
+    (`LinearFeatures` is `Layered`). An environment whose offers depend on its parameters
+    declares them once built."""
+    cls = environment if isinstance(environment, type) else type(environment)
+    return {base for what in (cls, Environment, *getattr(environment, "offers", ())) for base in what.__mro__}
 
 
 def episode_metrics(environment) -> dict:

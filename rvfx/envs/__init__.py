@@ -1,5 +1,6 @@
-"""Environment registry: name -> (class, parameter dataclass); `PAPER_ENVS`, the paper's, which
-an agent's `environments` (rvfx.agents.AgentEntry) speaks of."""
+"""Environment registry: name -> (class, parameter dataclass). Each class declares what it offers
+an agent (`offers`, rvfx.core.protocols), which an agent's `requires` (rvfx.agents) is checked
+against; the gym and bsuite kinds, made by functions, declare theirs once built."""
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 from rvfx.envs.external import BsuiteParams, GymParams
@@ -7,7 +8,6 @@ from rvfx.envs.extras import bsuite_environment, gym_environment
 from rvfx.envs.four_state import FourStateExample, FourStateParams
 from rvfx.envs.random_mdp import RandomMDP, RandomMDPParams
 
-PAPER_ENVS = ("deep_sea", "cartpole_swingup", "random_mdp", "four_state")
 ENVS = {
     "deep_sea": (DeepSea, DeepSeaParams),
     "cartpole_swingup": (CartpoleSwingUp, CartpoleSwingUpParams),

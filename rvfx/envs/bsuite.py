@@ -16,6 +16,7 @@ import numpy as np
 from bsuite.bsuite import EXPERIMENT_NAME_TO_ENVIRONMENT
 from bsuite.utils.wrappers import Logging
 
+from rvfx.core.protocols import Pixels, VectorObservations
 from rvfx.core.transition import Transition
 from rvfx.envs.external import BsuiteParams, settings
 
@@ -69,6 +70,11 @@ class BsuiteEnvironment:
         self.expected_return = 0.0
         self.state = None
         self.t = 0
+
+    @property
+    def offers(self) -> tuple:
+        """Deep sea's layered states and pixels; other experiments' observation vectors."""
+        return (Pixels,) if self.deep_sea else (VectorObservations,)
 
     def observe(self, obs):
         if self.deep_sea:

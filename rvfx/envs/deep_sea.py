@@ -6,6 +6,7 @@ from typing import Literal
 
 import numpy as np
 
+from rvfx.core.protocols import LinearFeatures, Pixels
 from rvfx.core.transition import Transition
 from rvfx.envs.features import Basis, coherent_basis
 
@@ -47,6 +48,7 @@ class DeepSea:
     instance. Rewards are the paper's; `expected_return` accumulates the noise-free
     reward of the current episode so regret ignores observation noise.
     """
+    offers = (LinearFeatures, Pixels)
 
     def __init__(self, params: DeepSeaParams, rng: np.random.Generator):
         self.params = params

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rvfx.core.protocols import Layered
 from rvfx.core.transition import Transition
 
 STATES = 4
@@ -46,6 +47,7 @@ def four_state_example(stay: float = 0.2) -> np.ndarray:
 
 class FourStateExample:
     """The four-state example of Sec. 5.2.2 (Fig. 2): `P` (S, A, S) and mean rewards `R` (S, A), all 0."""
+    offers = (Layered,)
     num_actions = 2
     optimal_return = 0.0
 

@@ -9,6 +9,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from rvfx.core.protocols import OwnNetworkInput, VectorObservations
 from rvfx.core.transition import Transition
 from rvfx.envs.external import GymParams, json_object
 
@@ -107,6 +108,11 @@ class GymEnvironment:
         self.t = 0
         self.state = None
         self.terminated = False
+
+    @property
+    def offers(self) -> tuple:
+        """Its own network input; a Box's is also an observation vector."""
+        return (OwnNetworkInput,) if self.discrete else (OwnNetworkInput, VectorObservations)
 
     def observe(self, obs):
         if self.discrete:

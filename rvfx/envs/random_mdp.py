@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rvfx.core.backward_induction import backward_induction
+from rvfx.core.protocols import Layered
 from rvfx.core.transition import Transition
 
 
@@ -64,6 +65,7 @@ class RandomMDP:
       reward_prob[h, x, a]     P(r = 1 | h, x, a) for every h (the last period included)
       transition[h, x, a, x']  P(x' | h, x, a) for h < H-1
     """
+    offers = (Layered,)
 
     def __init__(self, params: RandomMDPParams, rng: np.random.Generator):
         self.params = params

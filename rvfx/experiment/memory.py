@@ -36,12 +36,6 @@ def sizes(algorithm: str, agent, env_params) -> dict | None:
     return out
 
 
-def environments_for(algorithm: str, agent) -> tuple[str, ...] | None:
-    """The paper's environments `algorithm` (with these parameters) can run on; None if any."""
-    entry = AGENTS[algorithm]
-    return None if entry.environments is None else entry.environments(agent)
-
-
 def agent_cost(algorithm: str, agent, z: dict, episodes: int, size_key: str) -> RunCost:
     """The terms the agent declares of a run's cost (`AgentEntry.cost`); none if it declares none."""
     cost = AGENTS[algorithm].cost

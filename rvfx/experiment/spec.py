@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from rvfx.agents import AGENTS
-from rvfx.envs import ENVS, PAPER_ENVS
+from rvfx.agents import AGENTS, accepts, environments, known_before_built, needs
+from rvfx.envs import ENVS
 from rvfx.experiment import memory, yaml_lines
 from rvfx.experiment.params import SpecError, build, check_expressions, did_you_mean, name_problem
 
@@ -177,9 +177,10 @@ def _check_run(algo: str, agent, env: str, env_params, episodes: int, log: str, 
     in, expressions within their bounds at the run's sizes (v: H**2/25 at H = env.size), and a peak
     memory this machine has. Returns a run's estimated CPU seconds (0 when unknown).
     `where(key)` is the spec path that set a grid-style key such as "env.size"."""
-    envs = memory.environments_for(algo, agent)
-    _expect(envs is None or env not in PAPER_ENVS or env in envs, f"{ap}.algorithm",
-            f"{algo} runs on {' or '.join(envs or ())}, not {env}")
+    maker = ENVS[env][0]
+    if known_before_built(maker) and not accepts(algo, maker, agent):
+        on = " or ".join(environments(algo, agent)) or f"an environment that is {needs(algo, agent)}"
+        raise SpecError(f"{ap}.algorithm", f"{algo} runs on {on}, not {env}")
     z = memory.sizes(algo, agent, env_params) or {}
     check_expressions(agent, {k: z[k] for k in ("H", "M") if k in z}, ap, agent_paths)
     parts = memory.peak_parts(algo, agent, env_params, episodes, log)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rvfx.core.protocols import VectorObservations
 from rvfx.core.transition import Transition
 from rvfx.envs.cartpole.control import reference_episode
 from rvfx.envs.cartpole.physics import (
@@ -44,6 +45,7 @@ class CartpoleSwingUp:
     bsuite's cartpole_swingup/n is `CartpoleSwingUpParams(**bsuite_settings(n))`.
     """
 
+    offers = (VectorObservations,)
     num_actions = 3
 
     def __init__(self, params: CartpoleSwingUpParams, rng: np.random.Generator):
