@@ -286,6 +286,18 @@ def test_bsuite_specs_validate_with_a_cpu_estimate(spec, scale, runs):
     assert f"{runs} runs" in result.output and "CPU-hours by a coarse estimate" in result.output
 
 
+@pytest.mark.parametrize("bsuite_id", ["cartpole_swingup/20", "cartpole_swingup/x"])
+def test_a_bsuite_id_outside_its_sweep_is_refused_by_validate_in_one_line(tmp_path, bsuite_id):
+    """A spec naming an id bsuite does not have fails validation with the spec line and the id, not a traceback."""
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(f"experiment: bad\nenv:\n  name: bsuite\n  id: {bsuite_id}\nseeds: 1\nepisodes: 5\n"
+                    f"agents:\n  dqn:\n    algorithm: dqn\nscales:\n  ci: {{}}\n  paper: {{}}\n")
+    result = invoke("validate", spec)
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [result.output.strip()]
+    assert "bad.yaml:4: env.id:" in result.output and repr(bsuite_id) in result.output
+
+
 @pytest.mark.parametrize("bsuite_id", [i for i in sweep.SETTINGS if i.startswith("deep_sea/")])
 def test_deep_sea_sizes_without_bsuite_are_those_bsuite_builds(bsuite_id):
     """BsuiteParams sizes deep_sea/<k> from its own table of bsuite's sweep: the table is

@@ -181,7 +181,10 @@ def _check_run(algo: str, agent, env: str, env_params, episodes: int, log: str, 
     if known_before_built(maker) and not accepts(algo, maker, agent):
         on = " or ".join(environments(algo, agent)) or f"an environment that is {needs(algo, agent)}"
         raise SpecError(f"{ap}.algorithm", f"{algo} runs on {on}, not {env}")
-    z = memory.sizes(algo, agent, env_params) or {}
+    try:
+        z = memory.sizes(algo, agent, env_params) or {}
+    except ValueError as err:   # an id the environment's own registry refuses (bsuite's sweep)
+        raise SpecError(where("env.id"), str(err)) from None
     check_expressions(agent, {k: z[k] for k in ("H", "M") if k in z}, ap, agent_paths)
     parts = memory.peak_parts(algo, agent, env_params, episodes, log)
     need, have = memory.peak_bytes(parts) + memory.PROCESS_BYTES, memory.machine_bytes()
