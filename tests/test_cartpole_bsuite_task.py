@@ -21,6 +21,7 @@ import pytest
 import yaml
 from cli_helpers import CONFIGS, invoke
 
+from rvfx.analysis.bridge import ARMS
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch
 from rvfx.envs.cartpole.physics import CartpoleSwingUpParams, bsuite_settings, upright
 from rvfx.experiment.spec import _identity_params, load_spec
@@ -242,5 +243,6 @@ def test_the_bridge_walks_from_bsuites_task_to_the_papers_one_change_per_arm(sca
         diff = {k: v for k, v in settings[arm].items() if settings[before][k] != v}
         assert diff == change, arm
     head = yaml.safe_load(BRIDGE.read_text())
-    assert head["seeds"] == 5 and head["episodes"] == 300 and head["figures"] == []
+    assert head["seeds"] == 5 and head["episodes"] == 300 and head["figures"] == ["cartpole_bridge"]
+    assert list(ARMS) == [arm for arm, _ in ORDER]        # the figure reads the arms in the spec's order
     assert invoke("validate", BRIDGE, "--scale", scale).exit_code == 0
