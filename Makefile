@@ -59,7 +59,7 @@ lint: install
 	$(VENV)/bin/lint-imports
 
 test: install lint
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n 2
 
 bench: install
 	$(VENV)/bin/python benchmarks/run_all.py
