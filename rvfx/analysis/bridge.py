@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.analysis.bsuite import success_readouts
-from rvfx.analysis.stats import median_ci
+from rvfx.analysis.stats import median_ci, sem
 from rvfx.experiment.results import experiment_dir, load_table
 
 ARMS = {   # the bridge's arms in its order, each adding one change to the arm before it (no "|": Markdown cells)
@@ -39,11 +39,6 @@ def run_readouts(episodes: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["step", "seed"], ignore_index=True)
 
 
-def _sem(values: pd.Series) -> float:
-    """The standard error of the mean over seeds (NaN for one seed)."""
-    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else np.nan
-
-
 def arm_summary(runs: pd.DataFrame) -> pd.DataFrame:
     """Per arm, in the bridge's order: the median first-success episode with its 95% CI (`median_ci`;
     never = +inf), the runs that never passed 100, episodes > 100 and the rewarded fraction (mean and
@@ -54,8 +49,8 @@ def arm_summary(runs: pd.DataFrame) -> pd.DataFrame:
         n = len(g)
         rows.append({"step": step, "arm": arm, "change": ARMS[arm], "seeds": n, "episodes": int(g["episodes"].max()),
                      "median": med, "lo": lo, "hi": hi, "never": int(g["first_success"].isna().sum()),
-                     "successes": float(g["successes"].mean()), "successes_sem": _sem(g["successes"]),
-                     "rewarded": float(g["rewarded"].mean()), "rewarded_sem": _sem(g["rewarded"]),
+                     "successes": float(g["successes"].mean()), "successes_sem": sem(g["successes"]),
+                     "rewarded": float(g["rewarded"].mean()), "rewarded_sem": sem(g["rewarded"]),
                      "learns": bool(np.isfinite(med))})
     return pd.DataFrame(rows)
 

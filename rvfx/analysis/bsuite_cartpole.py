@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from rvfx.analysis.bsuite import episode_log, load_runs, read_bsuite_logs, swingup_readouts
-from rvfx.analysis.stats import bootstrap_ci, median_ci
+from rvfx.analysis.stats import bootstrap_ci, median_ci, sem
 from rvfx.experiment.results import experiment_dir, load_table
 
 EXPERIMENT = "bsuite_cartpole_swingup"
@@ -81,7 +81,7 @@ def summary(runs: pd.DataFrame) -> pd.DataFrame:
             rows.append({"level": level, "agent": agent, "seeds": len(g), "episodes": int(g["episodes"].max()),
                          "median": med, "lo": lo, "hi": hi, "never": int(g["first_success"].isna().sum()),
                          "successes": g["successes"].mean(),
-                         "successes_sem": g["successes"].std(ddof=1) / np.sqrt(len(g)) if len(g) > 1 else np.nan,
+                         "successes_sem": sem(g["successes"]),
                          "score": score.mean(), "score_lo": s_lo, "score_hi": s_hi,
                          "prior_spread": g["prior_spread"].mean() if g["prior_spread"].notna().any() else np.nan,
                          "verdict": "reference" if agent == BOOT_DQN else verdict(med, reference)})

@@ -100,6 +100,11 @@ def median_or_inf(times: np.ndarray) -> float:
     return np.inf if np.isnan(m) else m
 
 
+def sem(values: pd.Series) -> float:
+    """The standard error of the mean over seeds (sample s.d. / sqrt(n)); NaN for one seed."""
+    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else np.nan
+
+
 def median_ci(times: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
     """Censored median of learning times (NaN = censored, i.e. +inf) and its bootstrap percentile CI,
     for the figures' tables: the median NaN where censored (printed "censored"), an interval end that
