@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import special
 
+from rvfx.agents.neural import fused
 from rvfx.agents.neural.sparse import BlockInput, SparseRows, row_sums
 
 
@@ -191,20 +192,17 @@ class EnsembleMLP:
             groups = self._block_first_layer(w1, x, z.reshape(B, K * width), tape)
         else:
             np.matmul(x, w1, out=z.reshape(B, K * width))
-        z += params[1]
         acts, masks = [], []
-        for l in range(1, self.num_layers):
-            positive = new(f"p{l}", z.shape, np.bool_)
-            mask = new(f"m{l}", z.shape, dt)               # ReLU' as 0/1 floats: the products below
-            np.greater(z, 0.0, out=positive)               # are plain float multiplies (2x a bool mask's);
-            np.copyto(mask, positive)                      # bool then a copy beats a casting comparison
-            z *= mask
+        for l in range(1, self.num_layers):                # z <- relu(z + b_l), its 0/1 mask kept for
+            mask = new(f"m{l}", z.shape, dt)               # ReLU' (plain float multiplies in backward)
+            n = K * self.sizes[l]
+            fused.bias_relu(z.reshape(B, n), params[2 * l - 1].reshape(n), mask.reshape(B, n))
             acts.append(z)
             masks.append(mask)
             nxt = new(f"z{l}", (B, K, self.sizes[l + 1]), dt)
             np.matmul(z.transpose(1, 0, 2), params[2 * l], out=nxt.transpose(1, 0, 2))
-            nxt += params[2 * l + 1]
             z = nxt
+        z += params[-1]
         if tape is not None:
             tape.x, tape.acts, tape.masks, tape.groups = x, acts, masks, groups
         return z.transpose(1, 0, 2)
@@ -222,17 +220,19 @@ class EnsembleMLP:
         grads: list = [None] * (2 * self.num_layers)
         out = out if out is not None else grads
         d = dout                                              # (K, B, width), any strides
+        grads[-1] = _sum_batch(d, out[-1])
         for l in range(self.num_layers - 1, 0, -1):
-            grads[2 * l + 1] = _sum_batch(d, out[2 * l + 1])
             inp = tape.acts[l - 1]                            # (B, K, in) post-ReLU
             grads[2 * l] = np.matmul(inp.transpose(1, 2, 0), d, out=out[2 * l])
             prev = inp                                        # read for the last time above: reuse it
             np.matmul(d, params[2 * l].transpose(0, 2, 1), out=prev.transpose(1, 0, 2))   # W^T as a view
-            prev *= tape.masks[l - 1]                         # ReLU'
+            bias = out[2 * l - 1] if out[2 * l - 1] is not None else np.empty(params[2 * l - 1].shape, prev.dtype)
+            n = K * self.sizes[l]
+            fused.relu_grad_sum(prev.reshape(B, n), tape.masks[l - 1].reshape(B, n), bias.reshape(n))
+            grads[2 * l - 1] = bias                           # ReLU', then the sum over the batch
             d = prev.transpose(1, 0, 2)
         width = self.sizes[1]
         d_bk = d.transpose(1, 0, 2)                           # (B, K, width)
-        grads[1] = _sum_batch(d, out[1])
         if self.index_input:
             grads[0] = row_sums(tape.x, d_bk)
         elif self.block_size:

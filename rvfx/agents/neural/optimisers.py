@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rvfx.agents.neural import fused
 from rvfx.agents.neural.sparse import SparseRows
 
 
@@ -69,9 +70,8 @@ class Adam:
     For a `SparseRows` gradient only the rows seen in the minibatch update their
     moments and weights (the "lazy"/SparseAdam rule of TF and PyTorch), so the
     cost of a one-hot layer follows the batch, not N^2; other rows keep their
-    weights and moments until they are seen again. Rows given as runs of consecutive
-    rows (block inputs touch whole blocks) are updated in place on slices; scattered
-    rows are gathered, updated and scattered back. Both do the same arithmetic.
+    weights and moments until they are seen again, in one pass over those rows in place
+    (`fused.adam_rows`).
     """
 
     def __init__(self, params: list[np.ndarray], learning_rate: float,
@@ -81,23 +81,25 @@ class Adam:
         self.v = [np.zeros_like(p) for p in params]      # v / (1 - b2)
         self.t = 0
 
+    def _constants(self, dtype, step: float, eps: float) -> tuple:
+        """(b1, b2, step, eps, 1) as `fused.adam` reads them: b1 and step in the dtype, then float64
+        (`scale_wide`), b2 and eps in the dtype (as `v *= b2`, `g += eps` read a Python float)."""
+        t = np.dtype(dtype).type
+        return WIDE(t(self.b1)), t(self.b2), WIDE(t(step)), t(eps), 1.0
+
     def _update(self, p, g, m, v, step: float, eps: float) -> None:
-        """theta -= step * m~ / (sqrt(v~) + eps) after the moment updates, all in place; g is overwritten.
+        """theta -= step * m~ / (sqrt(v~) + eps) after the moment updates, all in place, in one pass
+        (`fused.adam`); g may be overwritten.
 
         The products by b1 and by step and the quotient by sqrt(v~) + eps run in float64, rounded once
         to p's dtype (`scale_wide`): the same results, without x86's slow path on the subnormal m~ that a
         weight whose gradient stays 0 reaches (b1^t; ~10% of them on cartpole, where it was 85% of Adam).
         """
-        scale_wide(m, self.b1)                          # m~ <- b1 m~ + g
-        m += g
-        g *= g
-        v *= self.b2                                    # v~ <- b2 v~ + g^2
-        v += g
-        np.sqrt(v, out=g)
-        g += eps
-        np.divide(m, g, out=g, dtype=WIDE)
-        scale_wide(g, step)
-        p -= g
+        c = self._constants(p.dtype, step, eps)
+        if p.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous:
+            fused.adam(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), *c)
+        else:                                           # strided views: the NumPy passes, in place
+            fused.NUMPY["adam"](p, g, m, v, *c)
 
     def step(self, params: list[np.ndarray], grads: list) -> None:
         self.t += 1
@@ -115,14 +117,13 @@ class Adam:
             rows, gv = g.rows, g.values                   # m, v, theta of the rows seen only
             if rows.shape[0] == 0:
                 continue
-            if g.runs is not None:                        # runs of consecutive rows: slices, no gather
-                for a, b in g.runs:
-                    lo, hi = int(rows[a]), int(rows[b - 1]) + 1
-                    self._update(p[lo:hi], gv[a:b], m[lo:hi], v[lo:hi], step, eps_scaled)
-                continue
-            pr, mr, vr = p[rows], m[rows], v[rows]        # scattered rows: update gathered copies
-            self._update(pr, gv, mr, vr, step, eps_scaled)
-            p[rows], m[rows], v[rows] = pr, mr, vr
+            c = self._constants(p.dtype, step, eps_scaled)
+            if p.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous:
+                n = p.shape[0]                            # one pass over the rows, in place
+                fused.adam_rows(p.reshape(n, -1), rows, gv.reshape(rows.shape[0], -1), m.reshape(n, -1),
+                                v.reshape(n, -1), *c)
+            else:
+                fused.NUMPY["adam_rows"](p, rows, gv, m, v, *c)
 
 
 def make_optimizer(name: str, params: list[np.ndarray], learning_rate: float):

@@ -1,0 +1,157 @@
+"""Fused element-wise passes of the SGD step (Algorithm 8): each one loop over memory instead of a few
+NumPy passes, compiled by numba when it is installed, else the NumPy passes themselves.
+
+Both do the same floating-point operations in the same order per element, so they give the same bits
+(tests/test_fused.py): no fastmath, no FMA contraction (numba's default), float64 where NumPy uses it.
+The one reduction, the bias gradient's sum over the batch, adds rows in order 0..B-1, which is the
+order of NumPy's `add.reduce` along a non-contiguous axis (no pairwise summation there).
+
+numba is imported and each kernel compiled on first use, never read from an on-disk cache (the
+project runs nothing read from disk unverified). RVFX_KERNELS=numpy forces the NumPy passes.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+WIDE = np.float64
+
+
+# --- the NumPy passes (the reference, and the fallback without numba) ---------------------------
+
+_positive: dict = {}                # the NumPy passes' bool scratch, one per shape
+
+
+def _bias_relu_numpy(z: np.ndarray, b: np.ndarray, mask: np.ndarray) -> None:
+    """z <- relu(z + b) and mask <- relu'(z + b) as 0/1 floats; z (B, n), b (n,), all in place."""
+    z += b
+    positive = _positive.get(z.shape)
+    if positive is None:
+        positive = _positive[z.shape] = np.empty(z.shape, np.bool_)
+    np.greater(z, 0.0, out=positive)
+    np.copyto(mask, positive)                      # bool then a copy beats a casting comparison
+    z *= mask
+
+
+def _relu_grad_sum_numpy(d: np.ndarray, mask: np.ndarray, out: np.ndarray) -> None:
+    """d <- d * mask in place and out <- sum over rows of d (the next bias gradient); d (B, n), out (n,)."""
+    d *= mask
+    np.add.reduce(d, axis=0, out=out)
+
+
+def _adam_numpy(p, g, m, v, b1w, b2, stepw, eps, one) -> None:
+    """Adam's update of p with unnormalised moments m, v (see `optimisers.Adam`); g is overwritten.
+    b1w, stepw: float64 of the dtype's b1 and step; b2, eps: the dtype's; `one` is unused here."""
+    np.multiply(m, b1w, out=m, dtype=WIDE)         # m~ <- b1 m~ + g
+    m += g
+    g *= g
+    v *= b2                                        # v~ <- b2 v~ + g^2
+    v += g
+    np.sqrt(v, out=g)
+    g += eps
+    np.divide(m, g, out=g, dtype=WIDE)
+    np.multiply(g, stepw, out=g, dtype=WIDE)
+    p -= g
+
+
+def _adam_rows_numpy(p, rows, g, m, v, b1w, b2, stepw, eps, one) -> None:
+    """`_adam_numpy` on the rows `rows` (distinct) of p, m, v (n, width); g is (len(rows), width)."""
+    pr, mr, vr = p[rows], m[rows], v[rows]
+    _adam_numpy(pr, g, mr, vr, b1w, b2, stepw, eps, one)
+    p[rows], m[rows], v[rows] = pr, mr, vr
+
+
+# --- the numba kernels ---------------------------------------------------------------------------
+
+def _compile() -> dict:
+    """The kernels, compiled lazily per signature (cache=False: nothing is loaded from disk).
+
+    error_model="numpy" lets a quotient by zero be inf or nan as in NumPy (Python's model would test
+    and raise, which also keeps the loops from vectorising)."""
+    import numba
+
+    jit = numba.njit(cache=False, nogil=True, error_model="numpy", fastmath=False)
+
+    @jit
+    def bias_relu(z, b, mask):
+        zero, unit = z.dtype.type(0.0), z.dtype.type(1.0)
+        for i in range(z.shape[0]):
+            for j in range(z.shape[1]):
+                x = z[i, j] + b[j]
+                r = unit if x > zero else zero
+                z[i, j] = x * r                    # x * 0 as NumPy: -0.0 below zero, nan stays nan
+                mask[i, j] = r
+
+    @jit
+    def relu_grad_sum(d, mask, out):
+        if d.shape[0] == 0:
+            out[:] = 0.0                           # NumPy's sum of no rows
+            return
+        for j in range(d.shape[1]):
+            x = d[0, j] * mask[0, j]
+            d[0, j] = x
+            out[j] = x                             # the first row itself (not 0 + it: -0.0 stays)
+        for i in range(1, d.shape[0]):
+            for j in range(d.shape[1]):
+                x = d[i, j] * mask[i, j]
+                d[i, j] = x
+                out[j] += x
+
+    @jit
+    def adam(p, g, m, v, b1w, b2, stepw, eps, one):
+        for i in range(p.shape[0]):
+            gi = g[i]
+            mi = m.dtype.type(WIDE(m[i]) * b1w) + gi
+            vi = v[i] * b2 + gi * gi
+            m[i] = mi
+            v[i] = vi
+            s = np.sqrt(vi) + eps
+            # (m * one) / s in float64: with the opaque `one`, LLVM cannot narrow the quotient to a
+            # float32 division (the same bits, but x86's slow path on the subnormal m~ of unused weights)
+            q = p.dtype.type((WIDE(mi) * one) / WIDE(s))
+            p[i] = p[i] - p.dtype.type(WIDE(q) * stepw)
+
+    @jit
+    def adam_rows(p, rows, g, m, v, b1w, b2, stepw, eps, one):
+        for r in range(rows.shape[0]):
+            adam(p[rows[r]], g[r], m[rows[r]], v[rows[r]], b1w, b2, stepw, eps, one)
+
+    return {"bias_relu": bias_relu, "relu_grad_sum": relu_grad_sum, "adam": adam, "adam_rows": adam_rows}
+
+
+NUMPY = {"bias_relu": _bias_relu_numpy, "relu_grad_sum": _relu_grad_sum_numpy,
+         "adam": _adam_numpy, "adam_rows": _adam_rows_numpy}
+
+
+def available() -> bool:
+    """numba can be imported (the compiled kernels are possible)."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def use(backend: str) -> None:
+    """Bind the module's kernels to "numba" or "numpy" (tests compare the two; RVFX_KERNELS picks one)."""
+    kernels = _compile() if backend == "numba" else NUMPY if backend == "numpy" else None
+    if kernels is None:
+        raise ValueError(f"unknown kernels {backend!r} (numba, numpy)")
+    globals().update(kernels)
+    globals()["backend"] = backend
+
+
+def _bind_on_first_use(name: str):
+    def first_call(*args):
+        use(os.environ.get("RVFX_KERNELS") or ("numba" if available() else "numpy"))
+        return globals()[name](*args)
+    first_call.__name__ = name
+    return first_call
+
+
+backend = None                      # "numba" or "numpy" once bound
+bias_relu = _bind_on_first_use("bias_relu")
+relu_grad_sum = _bind_on_first_use("relu_grad_sum")
+adam = _bind_on_first_use("adam")
+adam_rows = _bind_on_first_use("adam_rows")
