@@ -11,7 +11,9 @@ project runs nothing read from disk unverified). RVFX_KERNELS=numpy forces the N
 """
 from __future__ import annotations
 
+import math
 import os
+import threading
 
 import numpy as np
 
@@ -20,18 +22,30 @@ WIDE = np.float64
 
 # --- the NumPy passes (the reference, and the fallback without numba) ---------------------------
 
-_positive: dict = {}                # the NumPy passes' bool scratch, one per shape
+_local = threading.local()          # the NumPy passes' scratch: per thread, one grow-only buffer per dtype
+
+
+def _buffer(shape: tuple, dtype) -> np.ndarray:
+    scratch = _local.__dict__.setdefault("scratch", {})
+    size = math.prod(shape)
+    flat = scratch.get(np.dtype(dtype))
+    if flat is None or flat.size < size:
+        flat = scratch[np.dtype(dtype)] = np.empty(max(size, 1), dtype)
+    return flat[:size].reshape(shape)
 
 
 def _bias_relu_numpy(z: np.ndarray, b: np.ndarray, mask: np.ndarray) -> None:
     """z <- relu(z + b) and mask <- relu'(z + b) as 0/1 floats; z (B, n), b (n,), all in place."""
     z += b
-    positive = _positive.get(z.shape)
-    if positive is None:
-        positive = _positive[z.shape] = np.empty(z.shape, np.bool_)
+    positive = _buffer(z.shape, np.bool_)
     np.greater(z, 0.0, out=positive)
     np.copyto(mask, positive)                      # bool then a copy beats a casting comparison
     z *= mask
+
+
+def _relu_numpy(z: np.ndarray, b: np.ndarray) -> None:
+    """z <- relu(z + b) in place, no ReLU' kept (passes with no backward after them)."""
+    _bias_relu_numpy(z, b, _buffer(z.shape, z.dtype))
 
 
 def _relu_grad_sum_numpy(d: np.ndarray, mask: np.ndarray, out: np.ndarray) -> None:
@@ -81,20 +95,29 @@ def _compile() -> dict:
                 x = z[i, j] + b[j]
                 r = unit if x > zero else zero
                 z[i, j] = x * r                    # x * 0 as NumPy: -0.0 below zero, nan stays nan
-                mask[i, j] = r
+                mask[i, j] = r                     # a bool mask (1 byte) stores r != 0
+
+    @jit
+    def relu(z, b):
+        zero, unit = z.dtype.type(0.0), z.dtype.type(1.0)
+        for i in range(z.shape[0]):
+            for j in range(z.shape[1]):
+                x = z[i, j] + b[j]
+                z[i, j] = x * (unit if x > zero else zero)
 
     @jit
     def relu_grad_sum(d, mask, out):
+        zero, unit = d.dtype.type(0.0), d.dtype.type(1.0)
         if d.shape[0] == 0:
-            out[:] = 0.0                           # NumPy's sum of no rows
+            out[:] = zero                          # NumPy's sum of no rows
             return
         for j in range(d.shape[1]):
-            x = d[0, j] * mask[0, j]
+            x = d[0, j] * (unit if mask[0, j] else zero)   # the 0/1 float NumPy multiplies by
             d[0, j] = x
             out[j] = x                             # the first row itself (not 0 + it: -0.0 stays)
         for i in range(1, d.shape[0]):
             for j in range(d.shape[1]):
-                x = d[i, j] * mask[i, j]
+                x = d[i, j] * (unit if mask[i, j] else zero)
                 d[i, j] = x
                 out[j] += x
 
@@ -117,10 +140,10 @@ def _compile() -> dict:
         for r in range(rows.shape[0]):
             adam(p[rows[r]], g[r], m[rows[r]], v[rows[r]], b1w, b2, stepw, eps, one)
 
-    return {"bias_relu": bias_relu, "relu_grad_sum": relu_grad_sum, "adam": adam, "adam_rows": adam_rows}
+    return {"bias_relu": bias_relu, "relu": relu, "relu_grad_sum": relu_grad_sum, "adam": adam, "adam_rows": adam_rows}
 
 
-NUMPY = {"bias_relu": _bias_relu_numpy, "relu_grad_sum": _relu_grad_sum_numpy,
+NUMPY = {"bias_relu": _bias_relu_numpy, "relu": _relu_numpy, "relu_grad_sum": _relu_grad_sum_numpy,
          "adam": _adam_numpy, "adam_rows": _adam_rows_numpy}
 
 
@@ -142,9 +165,21 @@ def use(backend: str) -> None:
     globals()["backend"] = backend
 
 
+def _bind() -> None:
+    use(os.environ.get("RVFX_KERNELS") or ("numba" if available() else "numpy"))
+
+
+def mask_dtype(dtype) -> np.dtype:
+    """How `bias_relu` keeps ReLU': bytes for the numba kernels (a quarter of the memory traffic), 0/1
+    floats of `dtype` for the NumPy passes (whose products by them are plain float multiplies)."""
+    if backend is None:
+        _bind()
+    return np.dtype(np.bool_) if backend == "numba" else np.dtype(dtype)
+
+
 def _bind_on_first_use(name: str):
     def first_call(*args):
-        use(os.environ.get("RVFX_KERNELS") or ("numba" if available() else "numpy"))
+        _bind()
         return globals()[name](*args)
     first_call.__name__ = name
     return first_call
@@ -152,6 +187,7 @@ def _bind_on_first_use(name: str):
 
 backend = None                      # "numba" or "numpy" once bound
 bias_relu = _bind_on_first_use("bias_relu")
+relu = _bind_on_first_use("relu")
 relu_grad_sum = _bind_on_first_use("relu_grad_sum")
 adam = _bind_on_first_use("adam")
 adam_rows = _bind_on_first_use("adam_rows")

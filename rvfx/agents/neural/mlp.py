@@ -175,10 +175,11 @@ class EnsembleMLP:
             out[order] = dst
         return groups
 
-    def forward(self, params: list[np.ndarray], x, tape: Tape | None = None) -> np.ndarray:
+    def forward(self, params: list[np.ndarray], x, tape: Tape | None = None, grad: bool = True) -> np.ndarray:
         """f_theta(x), (K, B, out), for every member; with a `tape`, record activations for `backward`.
 
         With a tape the output lives in the tape's scratch: consume it before the tape's next use.
+        With grad=False the tape is scratch only: no ReLU' is kept, and no `backward` may follow.
         """
         K, dt, B = params[1].shape[0], self.dtype, x.shape[0]
         new = tape.buf if tape is not None else _fresh
@@ -193,12 +194,16 @@ class EnsembleMLP:
         else:
             np.matmul(x, w1, out=z.reshape(B, K * width))
         acts, masks = [], []
-        for l in range(1, self.num_layers):                # z <- relu(z + b_l), its 0/1 mask kept for
-            mask = new(f"m{l}", z.shape, dt)               # ReLU' (plain float multiplies in backward)
+        keep = grad and tape is not None
+        for l in range(1, self.num_layers):                # z <- relu(z + b_l), with ReLU' for backward
             n = K * self.sizes[l]
-            fused.bias_relu(z.reshape(B, n), params[2 * l - 1].reshape(n), mask.reshape(B, n))
+            if keep:
+                mask = new(f"m{l}", z.shape, fused.mask_dtype(dt))
+                fused.bias_relu(z.reshape(B, n), params[2 * l - 1].reshape(n), mask.reshape(B, n))
+                masks.append(mask)
+            else:
+                fused.relu(z.reshape(B, n), params[2 * l - 1].reshape(n))
             acts.append(z)
-            masks.append(mask)
             nxt = new(f"z{l}", (B, K, self.sizes[l + 1]), dt)
             np.matmul(z.transpose(1, 0, 2), params[2 * l], out=nxt.transpose(1, 0, 2))
             z = nxt

@@ -87,7 +87,7 @@ class PriorEnsemble:
             return None
         if self.prior_table is not None:
             return self.prior_table[self._keys(x)].transpose(1, 0, 2)
-        out = self.net.forward(self.prior_params, x, self._prior_tape)   # scratch: no fresh 0.5 MB arrays
+        out = self.net.forward(self.prior_params, x, self._prior_tape, grad=False)   # scratch: no fresh 0.5 MB arrays
         out *= self.prior_scale
         return out
 
@@ -106,12 +106,12 @@ class PriorEnsemble:
             if miss.any():
                 fresh, first = np.unique(keys[miss], return_index=True)
                 xf = fresh if self.net.index_input else x.take(np.flatnonzero(miss)[first])
-                v = self.net.forward(self.target_params, xf, self._fresh_tape if tape is None else tape)
+                v = self.net.forward(self.target_params, xf, self._fresh_tape if tape is None else tape, grad=False)
                 p = self.prior(xf)
                 self._target_cache[fresh] = (v if p is None else v + p).transpose(1, 0, 2)
                 self._target_valid[fresh] = True
             return self._target_cache[keys].transpose(1, 0, 2)
-        f = self.net.forward(self.target_params if target else self.params, x, tape)
+        f = self.net.forward(self.target_params if target else self.params, x, tape, grad=not target)
         p = self.prior(x) if prior is None else prior
         if p is not None:
             f += p                               # f is fresh or the tape's scratch: add in place

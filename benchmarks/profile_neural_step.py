@@ -1,0 +1,107 @@
+"""Where the neural SGD step's time goes: its matrix products, each fused element-wise pass, Adam, the
+minibatch, and the rest (Python and small NumPy calls), per network, in thread CPU microseconds per step.
+
+Each part is timed by a wrapper around its call (thread CPU time, BLAS on one thread), over `steps`
+steps after a warm-up; "rest" is the step's total less the parts. The wrappers cost ~0.3 us per call,
+which lands in the parts. The networks are bench_neural_step.py's.
+
+Run: .venv/bin/python benchmarks/profile_neural_step.py  (about a minute)
+"""
+import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in the runs)
+
+import time
+from collections import defaultdict
+
+import numpy as np
+from bench_neural_step import cartpole_agent, deep_sea_agent
+from threadpoolctl import threadpool_limits
+
+from rvfx.agents.neural import ensemble, fused, mlp, optimisers, sparse, td
+from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams
+
+CLOCK = time.thread_time_ns
+
+
+class _Timed:
+    """Stands in for the numpy module in a network module: np.matmul and np.take are timed."""
+
+    def __init__(self, acc: dict):
+        self._acc = acc
+
+    def matmul(self, *args, **kwargs):
+        t = CLOCK()
+        try:
+            return np.matmul(*args, **kwargs)
+        finally:
+            self._acc["products (BLAS)"] += CLOCK() - t
+
+    def take(self, *args, **kwargs):
+        t = CLOCK()
+        try:
+            return np.take(*args, **kwargs)
+        finally:
+            self._acc["one-hot row gather"] += CLOCK() - t
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def _timed(acc: dict, label: str, fn):
+    def wrapped(*args, **kwargs):
+        t = CLOCK()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            acc[label] += CLOCK() - t
+    return wrapped
+
+
+def profile(agent, steps: int = 500) -> dict:
+    """{part: us per step} of `agent`'s SGD steps, "total" and "rest" included."""
+    acc: dict = defaultdict(int)
+    for _ in range(20):
+        agent.sgd_step()                            # warm-up (and the kernels' compilation)
+    patches = [(mlp, "np", _Timed(acc)), (ensemble, "np", _Timed(acc)), (sparse, "np", _Timed(acc))]
+    for name in ("bias_relu", "relu", "relu_grad_sum", "adam", "adam_rows"):
+        if hasattr(fused, name):
+            patches.append((fused, name, _timed(acc, f"fused.{name}", getattr(fused, name))))
+    patches += [(mlp, "_sum_batch", _timed(acc, "output bias gradient (add.reduce)", mlp._sum_batch)),
+                (optimisers.Adam, "step", _timed(acc, "Adam.step (all)", optimisers.Adam.step)),
+                (agent.buffer, "sample", _timed(acc, "buffer.sample", agent.buffer.sample)),
+                (ensemble, "td_errors", _timed(acc, "td_errors", td.td_errors)),
+                (ensemble, "bootstrap_values", _timed(acc, "bootstrap_values", td.bootstrap_values)),
+                (ensemble, "value_gradient", _timed(acc, "value_gradient", ensemble.value_gradient))]
+    saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+    try:
+        for obj, name, new in patches:
+            setattr(obj, name, new)
+        with threadpool_limits(limits=1, user_api="blas"):
+            t = CLOCK()
+            for _ in range(steps):
+                agent.sgd_step()
+            total = CLOCK() - t
+    finally:
+        for obj, name, old in saved:
+            setattr(obj, name, old)
+    out = {k: v / steps / 1e3 for k, v in acc.items()}
+    inner = sum(v for k, v in out.items() if k != "Adam.step (all)" and not k.startswith("fused.adam"))
+    out["Adam.step (all)"] = out.get("Adam.step (all)", 0.0)
+    out["total"] = total / steps / 1e3
+    out["rest (Python, small NumPy calls)"] = out["total"] - inner - out["Adam.step (all)"]
+    return out
+
+
+def main() -> None:
+    cases = [("cartpole 5-50-50-3 + prior, K=20", cartpole_agent(EnsembleParams(K=20, hidden1=50, hidden2=50))),
+             ("deep sea N=25 one-hot, K=20", deep_sea_agent()),
+             ("DQN cartpole, K=1", cartpole_agent(DQNParams(epsilon_anneal_episodes=100)))]
+    print(f"kernels: {fused.backend or 'bound on first use'}")
+    for label, agent in cases:
+        res = profile(agent)
+        print(f"  {label} (kernels: {fused.backend}), us per SGD step:")
+        for k, v in sorted(res.items(), key=lambda kv: -kv[1]):
+            print(f"    {v:8.1f}  {k}")
+
+
+if __name__ == "__main__":
+    main()
