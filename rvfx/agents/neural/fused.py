@@ -158,7 +158,10 @@ def available() -> bool:
 
 def use(backend: str) -> None:
     """Bind the module's kernels to "numba" or "numpy" (tests compare the two; RVFX_KERNELS picks one)."""
-    kernels = _compile() if backend == "numba" else NUMPY if backend == "numpy" else None
+    global _compiled
+    if backend == "numba" and _compiled is None:
+        _compiled = _compile()
+    kernels = _compiled if backend == "numba" else NUMPY if backend == "numpy" else None
     if kernels is None:
         raise ValueError(f"unknown kernels {backend!r} (numba, numpy)")
     globals().update(kernels)
@@ -186,6 +189,7 @@ def _bind_on_first_use(name: str):
 
 
 backend = None                      # "numba" or "numpy" once bound
+_compiled = None                    # the numba kernels once made
 bias_relu = _bind_on_first_use("bias_relu")
 relu = _bind_on_first_use("relu")
 relu_grad_sum = _bind_on_first_use("relu_grad_sum")
