@@ -7,6 +7,9 @@ BLAS on one thread, median and spread over the rounds). Then, where `.venv-bsuit
 bsuite-venv`), bsuite's own boot_dqn on the same task (`boot_dqn_step.py`: its per-step update,
 K=20 members of 50-50 MLPs plus priors, batch 128, XLA on one thread) against rvfx's step timed
 just before it the same way (process CPU time), as a ratio; without that venv the line says so.
+Each network's step is timed with the NumPy passes and, where numba is installed (the `fast` extra),
+with the compiled passes of `rvfx.agents.neural.fused` (the same bits, fewer passes over memory);
+the peer line times the last of them.
 
 Networks: cartpole swing-up (5-50-50-3 MLP + prior, K=20, priors stored in the buffer: Fig. 17;
 boot_dqn on the same 5-d observations) and deep sea N=25 (one-hot pixels read as a row gather of
@@ -29,6 +32,7 @@ import numpy as np
 from matmul_floor import describe, step_vs_floor
 from threadpoolctl import threadpool_limits
 
+from rvfx.agents.neural import fused
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, EnsembleRLSVI, make_ensemble_agent
 from rvfx.agents.neural.representations import representation_for
 from rvfx.core.live import episode, live
@@ -36,6 +40,7 @@ from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 
 HERE = Path(__file__).parent
+BACKENDS = ("numpy", "numba") if fused.available() else ("numpy",)   # the step's element-wise passes
 BSUITE_PYTHON = HERE.parent / ".venv-bsuite" / "bin" / "python"
 
 
@@ -98,9 +103,13 @@ def main() -> None:
         ("DQN on cartpole, 5-50-50-3, K=1 (Fig. 16)", cartpole_agent(DQNParams(epsilon_anneal_episodes=100)), None),
     ]
     for label, agent, peer in cases:
-        print(describe(label, step_vs_floor(agent)))
+        for backend in BACKENDS:
+            fused.use(backend)
+            print(describe(f"{label}; {backend} passes", step_vs_floor(agent)))
         if peer is not None:
             print(peer_line(agent, *peer))
+    if not fused.available():
+        print("  (numba not installed: `pip install -e '.[fast]'` adds the compiled passes' lines)")
     print(f"benchmark took {time.perf_counter() - t0:.1f} s")
 
 

@@ -32,17 +32,6 @@ def pack(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
 WIDE = np.float64
 
 
-def scale_wide(a: np.ndarray, scalar: float) -> None:
-    """a *= scalar in place (the scalar in a's dtype, as `a *= scalar` reads it), evaluated in float64.
-
-    For float32 the result is float32's own, bit for bit: the product of two float32s is exact in
-    float64 (48 of its 53 bits) and is rounded once, subnormal results included; likewise a float32
-    quotient rounded to 53 bits then to 24 is rounded correctly (53 >= 2 x 24 + 2, Figueroa 1995). What
-    it saves is x86's slow path for subnormal float32 operands and results (~30x per vector).
-    """
-    np.multiply(a, WIDE(a.dtype.type(scalar)), out=a, dtype=WIDE)
-
-
 class SGD:
     """theta <- theta - lr * grad; a `SparseRows` gradient touches only its rows (exact)."""
 
@@ -82,8 +71,8 @@ class Adam:
         self.t = 0
 
     def _constants(self, dtype, step: float, eps: float) -> tuple:
-        """(b1, b2, step, eps, 1) as `fused.adam` reads them: b1 and step in the dtype, then float64
-        (`scale_wide`), b2 and eps in the dtype (as `v *= b2`, `g += eps` read a Python float)."""
+        """(b1, b2, step, eps, 1) as `fused.adam` reads them: b1 and step in the dtype, then float64,
+        b2 and eps in the dtype (as `v *= b2`, `g += eps` read a Python float)."""
         t = np.dtype(dtype).type
         return WIDE(t(self.b1)), t(self.b2), WIDE(t(step)), t(eps), 1.0
 
@@ -92,8 +81,10 @@ class Adam:
         (`fused.adam`); g may be overwritten.
 
         The products by b1 and by step and the quotient by sqrt(v~) + eps run in float64, rounded once
-        to p's dtype (`scale_wide`): the same results, without x86's slow path on the subnormal m~ that a
-        weight whose gradient stays 0 reaches (b1^t; ~10% of them on cartpole, where it was 85% of Adam).
+        to p's dtype: float32's own results bit for bit (a product of two float32s is exact in float64,
+        and a quotient rounded to 53 bits then to 24 is rounded correctly, 53 >= 2 x 24 + 2: Figueroa
+        1995), without x86's slow path on the subnormal m~ that a weight whose gradient stays 0 reaches
+        (b1^t; ~10% of them on cartpole, where it was 85% of Adam).
         """
         c = self._constants(p.dtype, step, eps)
         if p.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous:
