@@ -1,4 +1,5 @@
 import rvfx  # noqa: F401, I001  (first: it pins BLAS threads and kernels before anything loads NumPy)
+import copy
 import os
 import sys
 import textwrap
@@ -58,3 +59,25 @@ def blas_probed_once_per_environment(monkeypatch):
         return _BLAS_VERDICTS[key]
     monkeypatch.setattr(blas_check, "blas_problem", probed_once)
 
+
+_REGISTRIES: dict = {}
+
+
+@pytest.fixture
+def claims_read_once(monkeypatch):
+    """For tests that run `rvfx run --record` or `rvfx report` many times and are not about
+    claims.yaml: each command reads and checks the registry (about 0.3 s); here it is read once per
+    test process for each file content and set of registered figures, and each command gets its
+    own copy of what the real load_registry returned. A registry that fails to load is not kept."""
+    from rvfx.report import registry
+    real = registry.load_registry
+
+    def read_once(path):
+        try:
+            key = (str(Path(path).resolve()), Path(path).read_bytes(), tuple(registry.FIGURES))
+        except OSError:
+            return real(path)
+        if key not in _REGISTRIES:
+            _REGISTRIES[key] = real(path)
+        return copy.deepcopy(_REGISTRIES[key])
+    monkeypatch.setattr(registry, "load_registry", read_once)
