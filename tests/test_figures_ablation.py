@@ -1,5 +1,6 @@
 """The Fig. 17 screen's figure on hand-made tables: per-run responses, cell table and main effects."""
 import itertools
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -54,16 +55,25 @@ def make_results(root):
     (exp / "spec.yaml").write_text(yaml.safe_dump(spec))
 
 
-def test_screen_responses_effects_and_figures(tmp_path):
-    make_results(tmp_path / "res")
+@pytest.fixture(scope="module")
+def screen(tmp_path_factory) -> tuple[Path, list]:
+    """(ROOT, paths): the hand-made screen in ROOT/res and both of its figures drawn from it in
+    ROOT/out, once for the tests that read them; paths, what the screen's figure said it wrote."""
+    root = tmp_path_factory.mktemp("screen")
+    make_results(root / "res")
+    paths = FIGURES["cartpole_ablation"].draw(root / "res", root / "out")
+    FIGURES["cartpole_diagnostics"].draw(root / "res", root / "out")
+    return root, paths
+
+
+def test_screen_responses_effects_and_figures(screen):
+    tmp_path, paths = screen
     runs = screen_runs(tmp_path / "res", "cartpole_ablation")
     assert len(runs) == 19 and runs["control"].sum() == 3 and runs["reference"].sum() == 1
     assert runs.loc[runs["agent"] == "ctl", "learnt"].all() and not runs.loc[~runs["control"], "learnt"].any()
     coded, levels = signs(runs, FACTORS, yaml.safe_load((tmp_path / "res" / "cartpole_ablation" / "spec.yaml")
                                                         .read_text())["agents"], ["ctl", "reference"])
     assert levels == {"agent.sgd_period": [4, 1], "agent.prior_scale": [1.0, 3.0], "env.observation": ["raw", "trig"]}
-    paths = FIGURES["cartpole_ablation"].draw(tmp_path / "res", tmp_path / "out")
-    FIGURES["cartpole_diagnostics"].draw(tmp_path / "res", tmp_path / "out")
     assert_png(tmp_path / "out" / "cartpole_ablation.png")
     assert_png(tmp_path / "out" / "cartpole_diagnostics.png")
     effects = pd.read_csv(tmp_path / "out" / "cartpole_ablation_effects.csv").set_index("factor")
@@ -165,10 +175,10 @@ def test_confirmation_rule_most_seeds_then_return_then_fewer_plus():
     assert pick(none)["cell"] == "c1" and not pick(none)["any_learnt"] and pick(none)["rewarded_episodes"] == 90
 
 
-def test_the_screen_is_drawn_alike_from_its_recorded_per_run_tables(tmp_path):
+def test_the_screen_is_drawn_alike_from_its_recorded_per_run_tables(screen, tmp_path):
     """The record keeps screen_runs and diagnostics_summary (claims.yaml `tables`), not the
     per-episode or per-member tables, and the figures' tables drawn from it are the same bytes."""
-    make_results(tmp_path / "res")
+    shutil.copytree(screen[0] / "res", tmp_path / "res")
     runs = screen_runs(tmp_path / "res", "cartpole_ablation")
     runs[["run_id", "agent", "seed"]].to_csv(tmp_path / "res" / "cartpole_ablation" / "runs.csv", index=False)
     export_tables(load_registry(CLAIMS), tmp_path / "res", tmp_path / "paper")
@@ -177,12 +187,11 @@ def test_the_screen_is_drawn_alike_from_its_recorded_per_run_tables(tmp_path):
     summary = pd.read_csv(tmp_path / "paper" / "cartpole_ablation" / "diagnostics_summary.csv")
     one = summary[summary["run_id"] == "c01-0"].set_index("metric")["value"]
     assert one["q_spread"] == pytest.approx(2 ** -0.5) and one["q_level"] == 0.5 and one["flip_rate"] == 0.01
-    for source, out in (("res", "a"), ("paper", "b")):
-        FIGURES["cartpole_ablation"].draw(tmp_path / source, tmp_path / out)
-        FIGURES["cartpole_diagnostics"].draw(tmp_path / source, tmp_path / out)
+    FIGURES["cartpole_ablation"].draw(tmp_path / "paper", tmp_path / "b")
+    FIGURES["cartpole_diagnostics"].draw(tmp_path / "paper", tmp_path / "b")
     for name in ("cells", "effects", "confirmation"):
         table = f"cartpole_ablation_{name}.csv"
-        assert (tmp_path / "a" / table).read_bytes() == (tmp_path / "b" / table).read_bytes()
+        assert (screen[0] / "out" / table).read_bytes() == (tmp_path / "b" / table).read_bytes()
     assert_png(tmp_path / "b" / "cartpole_diagnostics.png")
 
 

@@ -238,5 +238,5 @@ def test_a_figure_drawn_from_ci_scale_runs_says_so_and_a_paper_scale_one_does_no
                                      "--out", str(out)]).exit_code == 0
     FIGURES["deepsea_tabular"].draw(out, tmp_path / "f")
     paper = Path(__file__).resolve().parent.parent / "figures" / "paper"
-    FIGURES["deepsea_tabular_scaling"].draw(paper, tmp_path / "g")      # drawn from runs.csv alone
+    FIGURES["deepsea_misspecified"].draw(paper, tmp_path / "g")         # drawn from runs.csv alone
     assert CI_STAMP in drawn[0] and CI_STAMP not in drawn[1]

@@ -15,6 +15,8 @@ import rvfx.experiment.runner as runner
 import rvfx.report.export as export
 import rvfx.report.record as record_module
 
+pytestmark = pytest.mark.usefixtures("claims_read_once")     # ~50 `rvfx run --record`s, none about claims.yaml
+
 SPEC = CONFIGS / "deepsea_tabular_scaling.yaml"
 SETS = ["--set", "seeds=2", "--set", "episodes=3000", "--set", "grid={env.size: [3, 4, 5]}"]   # 24 runs
 EXP = "deepsea_tabular_scaling"

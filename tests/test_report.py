@@ -3,6 +3,7 @@ registry against the figure registry, a report of a tiny run, and --check agains
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,8 @@ from rvfx.report.rules import RULES as RULE_KINDS
 from rvfx.report.rules import order_verdict, rule_verdict
 from rvfx.report.settings import results_scale
 from rvfx.report.statistics import Estimate
+
+pytestmark = pytest.mark.usefixtures("claims_read_once")     # for the many `rvfx report`s of the tiny run
 
 CLAIMS = CONFIGS.parent / "claims.yaml"
 RULES = yaml.safe_load(CLAIMS.read_text())["rules"]
@@ -318,11 +321,27 @@ def tiny(tmp_path_factory):
     return root
 
 
-def test_report_of_a_tiny_run_writes_both_files_and_exits_0(tiny):
+@pytest.fixture(scope="module")
+def tiny_report(tiny):
+    """`rvfx report` of the tiny run, once for the tests that read it: (its output, report.md, report.html)."""
     result = invoke("report", "--results", tiny / "results", "--out", tiny / "figs")
     assert result.exit_code == 0, result.output
-    md = (tiny / "figs" / "report.md").read_text()
-    html_text = (tiny / "figs" / "report.html").read_text()
+    return result.output, (tiny / "figs" / "report.md").read_text(), (tiny / "figs" / "report.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def filled_readme(tiny):
+    """README filled by `rvfx report --readme` from the tiny run, once for the tests that edit a copy."""
+    readme = tiny / "filled" / "README.md"
+    readme.parent.mkdir()
+    readme.write_text(README)
+    result = invoke("report", "--results", tiny / "results", "--out", tiny / "figs", "--readme", readme)
+    assert result.exit_code == 0, result.output
+    return readme.read_text()
+
+
+def test_report_of_a_tiny_run_writes_both_files_and_exits_0(tiny_report):
+    _, md, html_text = tiny_report
     reg = load_registry(CLAIMS)
     assert all(f"### {c['id']}" in md for c in reg["claims"])
     assert "![deepsea_tabular](deepsea_tabular.png)" in md
@@ -335,18 +354,21 @@ def test_report_of_a_tiny_run_writes_both_files_and_exits_0(tiny):
     assert "rvfx run configs/deepsea_linear.yaml" in md
 
 
-@pytest.mark.parametrize("command", ["report", "validate"])
-def test_report_and_validate_load_no_plotting_library(tiny, command):
+def test_report_and_validate_load_no_plotting_library(tiny):
     """`rvfx report` reads its numbers from rvfx.analysis and `rvfx validate` the figure registry, never
-    a figure's drawing module: in a fresh interpreter, matplotlib stays unloaded."""
-    args = (["report", "--results", str(tiny / "results"), "--out", str(tiny / "no_plots")] if command == "report"
-            else ["validate", str(CONFIGS / "deepsea_tabular.yaml")])
-    code = (f"import sys\nfrom rvfx.cli import main\nsys.argv = ['rvfx', *{args!r}]\n"
-            "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
-            "print('matplotlib' in sys.modules)\n")
+    a figure's drawing module: in a fresh interpreter, matplotlib stays unloaded by either (one
+    interpreter runs both in turn, and says after each whether matplotlib was loaded)."""
+    commands = {"validate": ["validate", str(CONFIGS / "deepsea_tabular.yaml")],
+                "report": ["report", "--results", str(tiny / "results"), "--out", str(tiny / "no_plots")]}
+    code = "import sys\nfrom rvfx.cli import main\n"
+    for command, args in commands.items():
+        code += (f"sys.argv = ['rvfx', *{args!r}]\n"
+                 "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+                 f"print('after', {command!r}, 'matplotlib' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
-    assert out.stdout.strip().endswith("False"), out.stdout + out.stderr
+    said = [line for line in out.stdout.splitlines() if line.startswith("after ")]
+    assert said == ["after validate False", "after report False"], out.stdout + out.stderr
 
 
 def test_strict_fails_on_anything_but_holds(tiny):
@@ -369,11 +391,10 @@ stale text
 """
 
 
-def test_check_catches_a_readme_number_edited_by_hand_and_a_stale_report(tiny, tmp_path):
+def test_check_catches_a_readme_number_edited_by_hand_and_a_stale_report(tiny, filled_readme, tmp_path):
     out, readme = tiny / "figs", tmp_path / "README.md"
-    readme.write_text(README)
+    readme.write_text(filled_readme)
     args = ["report", "--results", str(tiny / "results"), "--out", str(out), "--readme", str(readme)]
-    assert CliRunner().invoke(main, args).exit_code == 0
     text = readme.read_text()
     blocks = dict(readme_blocks(text))
     assert blocks["fig5_rlsvi_slope"].startswith("**") and "stale text" not in text
@@ -402,7 +423,8 @@ def test_export_keeps_what_the_claims_read_and_the_report_recomputes_from_it_alo
     """`rvfx export` writes runs.csv and the claims' tables (Theorem 1's derived from its episodes,
     two L per decade and the last), no per-episode table; the report from the export equals the
     report from the results, and an exported table edited by hand is refused."""
-    results, exported = tiny / "results", tmp_path / "paper"
+    results, exported = tmp_path / "results", tmp_path / "paper"
+    shutil.copytree(tiny / "results", results)       # grown by a run here; the other tests read tiny's
     assert invoke("run", CONFIGS / "regret_bound.yaml", "--out", results, "--set", "seeds=3",
                   "--set", "episodes=120").exit_code == 0
     refused = invoke("export", "--results", results, "--out", exported, "--scale", "paper")
@@ -431,13 +453,12 @@ def test_export_keeps_what_the_claims_read_and_the_report_recomputes_from_it_alo
     assert bad.exit_code != 0 and "deepsea_tabular/runs.csv: damaged" in bad.output
 
 
-def test_check_names_a_number_of_the_tables_quoted_outside_the_blocks(tiny, tmp_path):
+def test_check_names_a_number_of_the_tables_quoted_outside_the_blocks(tiny, filled_readme, tmp_path):
     """--check with --readme fails on a number the report or a summary table prints (3+ significant
     digits) written into the README's prose, and names its line; other numbers pass."""
     out, readme = tiny / "figs", tmp_path / "README.md"
-    readme.write_text(README)
+    readme.write_text(filled_readme)
     args = ["report", "--results", str(tiny / "results"), "--out", str(out), "--readme", str(readme)]
-    assert CliRunner().invoke(main, args).exit_code == 0
     filled = readme.read_text()
     block = dict(readme_blocks(filled))["fig5_rlsvi_slope"]
     def three_digit_numbers(text):
@@ -478,14 +499,13 @@ def test_a_table_is_its_own_figures_and_a_number_keeps_its_sign(tmp_path):
     assert stray_numbers(elsewhere, numbers, registry) == [(6, "222.2"), (8, "111.1")]
 
 
-def test_a_readme_table_block_shows_the_committed_table_and_check_catches_an_edit(tiny, tmp_path):
+def test_a_readme_table_block_shows_the_committed_table_and_check_catches_an_edit(tiny, filled_readme, tmp_path):
     """A <!-- table:begin PATH --> block is filled with the file PATH (relative to the README) as it
     is; its numbers are not stray copies; a number edited inside it, or a block naming no file,
     fails --check with one line naming the block."""
     out, readme = tiny / "figs", tmp_path / "README.md"
-    readme.write_text(README)
+    readme.write_text(filled_readme)
     args = ["report", "--results", str(tiny / "results"), "--out", str(out), "--readme", str(readme)]
-    assert CliRunner().invoke(main, args).exit_code == 0
     table = out / "deepsea_tabular_scaling_slopes.md"
     name = os.path.relpath(table, tmp_path)
     block = f"<!-- table:begin {name} -->\nstale\n<!-- table:end -->\n"
@@ -512,14 +532,12 @@ def test_a_readme_table_block_shows_the_committed_table_and_check_catches_an_edi
 ROOT = CONFIGS.parent
 
 
-def test_a_ci_scale_report_says_so_in_its_title_and_first_line_and_the_paper_report_says_paper_scale(tiny):
-    result = invoke("report", "--results", tiny / "results", "--out", tiny / "figs")
-    assert result.exit_code == 0
-    assert result.output.splitlines()[0].startswith("CI scale: a smoke test of the pipeline, not the paper's results")
-    md = (tiny / "figs" / "report.md").read_text().splitlines()
+def test_a_ci_scale_report_says_so_in_its_title_and_first_line_and_the_paper_report_says_paper_scale(tiny_report):
+    output, md, page = tiny_report
+    assert output.splitlines()[0].startswith("CI scale: a smoke test of the pipeline, not the paper's results")
+    md = md.splitlines()
     assert md[0] == "# The paper's claims, tested: CI scale"
     assert md[2].startswith("**CI scale: a smoke test of the pipeline, not the paper's results")
-    page = (tiny / "figs" / "report.html").read_text()
     assert "<title>rvfx: the paper's claims, tested: CI scale</title>" in page
     assert "<h1>The paper's claims, tested: CI scale</h1><p><b>CI scale: a smoke test of the pipeline" in page
     paper = (ROOT / "figures" / "paper" / "report.md").read_text().splitlines()
@@ -537,13 +555,12 @@ def test_the_scale_is_read_from_each_experiments_resolved_spec(tmp_path):
     assert "only the paper-scale report" in render.scale_banner(results_scale(tmp_path))[1]
 
 
-def test_report_html_renders_inline_code_and_leaves_no_backtick(tiny):
-    assert invoke("report", "--results", tiny / "results", "--out", tiny / "figs").exit_code == 0
-    page = (tiny / "figs" / "report.html").read_text()
+def test_report_html_renders_inline_code_and_leaves_no_backtick(tiny_report):
+    _, md, page = tiny_report
     text = page.split("<script>")[0]
     assert "`" not in text
     assert "<code>env.treasure</code>" in text       # fig4's where clause, `env.treasure` in report.md
-    assert "`env.treasure`" in (tiny / "figs" / "report.md").read_text()
+    assert "`env.treasure`" in md
 
 
 def test_a_block_says_how_many_groups_hold_and_how_they_combine(tmp_path):
