@@ -16,7 +16,7 @@ from rvfx.analysis.stats import (
     fit_exponential,
     fit_loglog,
     learning_times,
-    median_or_inf,
+    median_bootstrap,
     plateau_k,
     rank_correlation,
 )
@@ -145,7 +145,7 @@ def _median_learning_time(df, p, boot) -> Estimate:
     """Median of eq. 7.1's learning time over the runs, a censored run counted as +inf."""
     times = learning_times(df)
     detail = f"{int(np.isnan(times).sum())} of {len(times)} runs censored"
-    return Estimate(*bootstrap_ci([times], lambda s: median_or_inf(s[0]), **boot), len(df), detail)
+    return Estimate(*median_bootstrap(times, **boot), len(df), detail)
 
 
 def _breakdown_flags(df, p) -> tuple[np.ndarray, list]:
