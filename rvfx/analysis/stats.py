@@ -62,8 +62,7 @@ def fit_loglog(sizes: np.ndarray, times: np.ndarray, n_boot: int = 2000, seed: i
     slope, intercept = np.polyfit(x, np.log(med[ok]), 1)
     rng = np.random.default_rng(seed)
     # resampled medians per size, all bootstrap replicates at once: (n_boot, sizes)
-    meds = np.stack([np.median(np.where(np.isnan(g), np.inf, g)[rng.integers(0, len(g), (n_boot, len(g)))],
-                               axis=1) for g, keep in zip(groups, ok) if keep], axis=1)
+    meds = np.stack([resampled_medians(g, rng, n_boot) for g, keep in zip(groups, ok) if keep], axis=1)
     finite = np.all(np.isfinite(meds), axis=1)
     boots = np.polyfit(x, np.log(meds[finite]).T, 1)[0] if finite.any() else []
     a = (1 - level) / 2
@@ -206,10 +205,15 @@ def median_bootstrap(times, n_boot: int = 2000, seed: int = 0, level: float = 0.
     generator call of n_boot x n gives the n_boot calls' integers) and the replicates' medians
     taken along it, with censored runs as +inf. The figures and the claims take many such CIs."""
     t = np.asarray(times, float)
-    inf = np.where(np.isnan(t), np.inf, t)
-    rng = np.random.default_rng(seed)
-    boots = np.median(inf[rng.integers(0, len(t), (n_boot, len(t)))], axis=1)
+    boots = resampled_medians(t, np.random.default_rng(seed), n_boot)
     return (float(median_or_inf(t)), *percentile_ci(boots, level))
+
+
+def resampled_medians(times: np.ndarray, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+    """n_boot bootstrap replicates of the median of `times`, a censored run (NaN) as +inf, drawn as
+    one (n_boot, n) array of indices: the integers of n_boot draws of n, in order."""
+    t = np.where(np.isnan(times), np.inf, times)
+    return np.median(t[rng.integers(0, len(t), (n_boot, len(t)))], axis=1)
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
