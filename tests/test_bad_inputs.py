@@ -378,8 +378,8 @@ MEMORY_CASES = {   # big enough that the run's own arrays dwarf the interpreter'
                                   "\nepisodes: 3",
     "ensemble RLSVI, K = 20, N = 50 pixels": "env: {name: deep_sea, size: 50}\nagents: {a: {algorithm: ensemble_rlsvi}}"
                                              "\nepisodes: 3",
-    "DQN on cartpole, batch 2048, K = 3": "env: {name: cartpole_swingup, max_time: 2}\n"
-                                          "agents: {a: {algorithm: dqn, K: 3, batch_size: 2048}}\nepisodes: 1",
+    "DQN on cartpole, batch 4096, K = 3": "env: {name: cartpole_swingup, max_time: 2}\n"
+                                          "agents: {a: {algorithm: dqn, K: 3, batch_size: 4096}}\nepisodes: 1",
 }
 
 

@@ -157,7 +157,9 @@ def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> Ru
     parts.append(Part("building the networks (float64 draws, the prior over every input)", temporary,
                       net_key, temporary=True))
     rows = min(B, z["keys"]) if keyed else B     # keyed inputs: one pass per distinct state of the batch
-    sgd = 4 * 5 * rows * K * (sum(hidden) + A) + 4 * 8 * B * K + (4 * B * rows * A if keyed else 0)
+    # per unit and row about three float32s: the online pass's activation and ReLU' (a byte with the
+    # fast extra's passes), the target pass's activation (its ReLU' is not kept), the backward reusing them
+    sgd = 4 * 3 * rows * K * (sum(hidden) + A) + 4 * 8 * B * K + (4 * B * rows * A if keyed else 0)
     parts.append(Part("one SGD step's activations and gradients", sgd, "agent.batch_size"))
     act, sgd, unit, mac = NETWORK_STEP
     one_hot = keyed and "M" not in z            # the first layer gathers a row per input
