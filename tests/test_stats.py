@@ -241,14 +241,39 @@ def test_ratio_to_best_states_the_numerators_rank_among_the_candidates():
     assert worst.detail.endswith("rank 4 of 4 by mean: above v = 1 (510)")
 
 
-def test_median_bootstrap_is_bootstrap_ci_of_median_or_inf_bit_for_bit():
-    """The one-array bootstrap of the censored median gives bootstrap_ci's bytes: the same draws and
-    the same replicate medians, on ties, censored runs (none to all) and sizes 1-30."""
+def loop_ci(samples, statistic, n_boot, seed, level):
+    """The bootstrap by its definition: per replicate, each sample resampled by its own generator call."""
+    rng = np.random.default_rng(seed)
+    boots = np.array([statistic([s[rng.integers(0, len(s), len(s))] for s in samples]) for _ in range(n_boot)])
+    boots = boots[~np.isnan(boots)]
+    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
+    return float(statistic(samples)), float(lo), float(hi)
+
+
+def test_median_bootstrap_is_the_bootstrap_of_median_or_inf_bit_for_bit():
+    """The one-array bootstrap of the censored median gives the per-replicate loop's bytes: the same
+    draws and the same replicate medians, on ties, censored runs (none to all) and sizes 1-30."""
     rng = np.random.default_rng(11)
     for n in (1, 2, 3, 8, 15, 30):
         for censored in (0.0, 0.3, 0.6, 1.0):
             t = np.round(rng.exponential(40.0, n))                  # ties
             t[rng.random(n) < censored] = np.nan
             for seed in (0, 5):
-                loop = bootstrap_ci([t], lambda s: median_or_inf(s[0]), 300, seed, 0.9)
+                loop = loop_ci([t], lambda s: median_or_inf(s[0]), 300, seed, 0.9)
                 assert np.array(median_bootstrap(t, 300, seed, 0.9)).tobytes() == np.array(loop).tobytes(), (n, t, seed)
+
+
+def test_bootstrap_ci_gives_the_loops_bytes_with_and_without_rows_for_a_mean_over_strata():
+    """bootstrap_ci, replicate by replicate or with `rows` (every replicate at once), gives the loop's CI
+    bit for bit for the claims' mean over strata: the same draws, replicate by replicate and stratum by
+    stratum."""
+    rng = np.random.default_rng(4)
+    mean = lambda s: float(np.concatenate(s).mean())                             # noqa: E731
+    means = lambda r: np.concatenate(r, axis=1).mean(axis=1)                    # noqa: E731
+    for k in (1, 2, 4):
+        for size in (1, 7, 40):
+            strata = [rng.normal(rng.uniform(-50, 50), 10.0, size + j) for j in range(k)]
+            for seed in (0, 9):
+                loop = np.array(loop_ci(strata, mean, 300, seed, 0.9)).tobytes()
+                assert np.array(bootstrap_ci(strata, mean, 300, seed, 0.9)).tobytes() == loop, (k, size, seed)
+                assert np.array(bootstrap_ci(strata, mean, 300, seed, 0.9, rows=means)).tobytes() == loop, (k, size)

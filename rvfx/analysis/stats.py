@@ -178,17 +178,32 @@ def factorial_effects(runs: pd.DataFrame, factors: list[str], cell: str, respons
 
 
 def bootstrap_ci(samples: list, statistic, n_boot: int = 2000, seed: int = 0,
-                 level: float = 0.95) -> tuple[float, float, float]:
+                 level: float = 0.95, rows=None) -> tuple[float, float, float]:
     """statistic(samples) and its bootstrap percentile CI, resampling each array of `samples` (the runs
     of one size or setting) with replacement on its own: the claims' CIs, and `median_ci`'s.
     Replicates where the statistic is NaN (a censored median) are dropped, as in fit_loglog; the CI
     ends are replicate values (inverted CDF), so a statistic taking few values (a grid point, +inf)
-    keeps them."""
+    keeps them. `rows`, where given, is the statistic of every replicate at once, from the resampled
+    samples as (n_boot, n) arrays: it must give `statistic`'s values bit for bit (tests)."""
     samples = [np.asarray(s) for s in samples]
-    rng = np.random.default_rng(seed)
-    boots = np.array([statistic([s[rng.integers(0, len(s), len(s))] for s in samples]) for _ in range(n_boot)],
-                     float)
+    resampled = [s[i] for s, i in zip(samples, resample_indices(samples, np.random.default_rng(seed), n_boot))]
+    if rows is not None:
+        boots = np.asarray(rows(resampled), float)
+    else:
+        boots = np.array([statistic([r[b] for r in resampled]) for b in range(n_boot)], float)
     return (float(statistic(samples)), *percentile_ci(boots, level))
+
+
+def resample_indices(samples: list, rng: np.random.Generator, n_boot: int) -> list[np.ndarray]:
+    """Per sample an (n_boot, n) array of indices drawn with replacement, replicate by replicate and
+    sample by sample within it; one sample's are one generator call (the same integers)."""
+    if len(samples) == 1:
+        return [rng.integers(0, len(samples[0]), (n_boot, len(samples[0])))]
+    out = [np.empty((n_boot, len(s)), np.int64) for s in samples]
+    for b in range(n_boot):
+        for o, s in zip(out, samples):
+            o[b] = rng.integers(0, len(s), len(s))
+    return out
 
 
 def percentile_ci(boots: np.ndarray, level: float) -> tuple[float, float]:
@@ -213,7 +228,7 @@ def resampled_medians(times: np.ndarray, rng: np.random.Generator, n_boot: int) 
     """n_boot bootstrap replicates of the median of `times`, a censored run (NaN) as +inf, drawn as
     one (n_boot, n) array of indices: the integers of n_boot draws of n, in order."""
     t = np.where(np.isnan(times), np.inf, times)
-    return np.median(t[rng.integers(0, len(t), (n_boot, len(t)))], axis=1)
+    return np.median(t[resample_indices([t], rng, n_boot)[0]], axis=1)
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:

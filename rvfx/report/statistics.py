@@ -61,7 +61,8 @@ def _mean(df, p, boot) -> Estimate:
     col = p["column"]
     strata = ([g[col].to_numpy(float) for _, g in df.groupby(p["strata"])] if "strata" in p
               else [df[col].to_numpy(float)])
-    return Estimate(*bootstrap_ci(strata, lambda s: float(np.concatenate(s).mean()), **boot), len(df))
+    return Estimate(*bootstrap_ci(strata, lambda s: float(np.concatenate(s).mean()), **boot,
+                                  rows=lambda r: np.concatenate(r, axis=1).mean(axis=1)), len(df))
 
 
 def _minimum(df, p, boot) -> Estimate:
