@@ -3,8 +3,9 @@ batched == per-member, optimisers, prior cache."""
 import numpy as np
 import pytest
 
+from rvfx.agents.neural.fused import WIDE
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
-from rvfx.agents.neural.optimisers import SGD, WIDE, Adam, pack
+from rvfx.agents.neural.optimisers import SGD, Adam, pack
 from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.sparse import SparseRows, row_sums
 

@@ -29,9 +29,6 @@ def pack(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
     return flat, views
 
 
-WIDE = np.float64
-
-
 class SGD:
     """theta <- theta - lr * grad; a `SparseRows` gradient touches only its rows (exact)."""
 
@@ -74,7 +71,7 @@ class Adam:
         """(b1, b2, step, eps, 1) as `fused.adam` reads them: b1 and step in the dtype, then float64,
         b2 and eps in the dtype (as `v *= b2`, `g += eps` read a Python float)."""
         t = np.dtype(dtype).type
-        return WIDE(t(self.b1)), t(self.b2), WIDE(t(step)), t(eps), 1.0
+        return fused.WIDE(t(self.b1)), t(self.b2), fused.WIDE(t(step)), t(eps), 1.0
 
     def _update(self, p, g, m, v, step: float, eps: float) -> None:
         """theta -= step * m~ / (sqrt(v~) + eps) after the moment updates, all in place, in one pass
