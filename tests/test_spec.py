@@ -1,5 +1,6 @@
 """Bad specs: one message with file, line and key path; exit code 2; nothing written."""
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -195,3 +196,21 @@ def test_names_of_100_characters_run_and_101_are_refused(tmp_path):
         assert result.exit_code == 2
         assert result.output.strip() == f"error: {bad}:{1 if key == 'experiment' else 6}: {key}: " \
             f"{'' if key == 'experiment' else 'agent label: '}a name of 101 characters, more than the 100 one may hold"
+
+
+def test_libyaml_and_the_pure_python_parser_load_every_shipped_yaml_alike(monkeypatch):
+    """yaml_lines composes with libyaml where PyYAML has it: every spec, the claims and every record's
+    spec.yaml give the same values and key lines as with PyYAML's own parser."""
+    import yaml
+
+    from rvfx.experiment import yaml_lines
+
+    if not yaml.__with_libyaml__:
+        pytest.skip("PyYAML built without libyaml")
+    root = Path(__file__).resolve().parents[1]
+    paths = sorted(root.glob("configs/*.yaml")) + sorted(root.glob("figures/paper/*/spec.yaml"))
+    paths.append(root / "claims.yaml")
+    fast = [yaml_lines.load(str(p)) for p in paths]
+    monkeypatch.setattr(yaml, "__with_libyaml__", False)
+    assert [yaml_lines.load(str(p)) for p in paths] == fast
+    assert len(paths) > 40
