@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rvfx.core.protocols import Agent, Environment, episode_metrics
+from rvfx.core.protocols import Agent, Environment, EpisodeMetrics
 from rvfx.core.transition import Transition
 
 
@@ -84,6 +84,7 @@ def live(agent: Agent, environment: Environment, num_episodes: int, log_every: s
     """
     logged = set(log_grid(num_episodes).tolist()) if log_every == "log" else None
     has_regret = environment.optimal_return is not None
+    metrics = environment.episode_metrics if isinstance(environment, EpisodeMetrics) else dict   # checked once
     state = state if state is not None else LiveState()
     learning = state.learning
     for ell in range(state.episode + 1, num_episodes + 1):
@@ -100,7 +101,7 @@ def live(agent: Agent, environment: Environment, num_episodes: int, log_every: s
         if logged is None or ell in logged or done:
             state.rows.append({"episode": ell, "return": episode_return, "cum_return": state.cum_return,
                                "regret": regret, "cum_regret": learning.cum_regret if has_regret else math.nan,
-                               **episode_metrics(environment)})
+                               **metrics()})
         state.episode = ell
         if done:
             break

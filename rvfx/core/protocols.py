@@ -134,10 +134,6 @@ def offered(environment) -> set:
     return {base for what in (cls, Environment, *getattr(environment, "offers", ())) for base in what.__mro__}
 
 
-def episode_metrics(environment) -> dict:
-    return environment.episode_metrics() if isinstance(environment, EpisodeMetrics) else {}
-
-
 def run_tables(agent, environment) -> dict:
     """The extra per-run tables the agent and then the environment declare."""
     tables = dict(agent.run_tables()) if isinstance(agent, AgentTables) else {}
