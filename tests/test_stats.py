@@ -13,6 +13,7 @@ from rvfx.analysis.stats import (
     median_bootstrap,
     median_ci,
     median_or_inf,
+    resample_indices,
 )
 from rvfx.core.live import LearningTime, log_grid
 
@@ -277,3 +278,41 @@ def test_bootstrap_ci_gives_the_loops_bytes_with_and_without_rows_for_a_mean_ove
                 loop = np.array(loop_ci(strata, mean, 300, seed, 0.9)).tobytes()
                 assert np.array(bootstrap_ci(strata, mean, 300, seed, 0.9)).tobytes() == loop, (k, size, seed)
                 assert np.array(bootstrap_ci(strata, mean, 300, seed, 0.9, rows=means)).tobytes() == loop, (k, size)
+
+
+def test_resample_indices_are_the_per_replicate_per_sample_draws_and_leave_the_generator_alike():
+    """One call gives the integers of rng.integers(0, n, n) per replicate and sample, in that order, for
+    samples of sizes 1-40 (a sample of one draws nothing), and leaves the generator where the loop does."""
+    pick = np.random.default_rng(8)
+    for _ in range(60):
+        sizes = [int(n) for n in pick.integers(1, 41, pick.integers(1, 6))]
+        seed, n_boot = int(pick.integers(2**31)), int(pick.integers(1, 200))
+        loop_rng, rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        loop = [np.empty((n_boot, n), np.int64) for n in sizes]
+        for b in range(n_boot):
+            for j, n in enumerate(sizes):
+                loop[j][b] = loop_rng.integers(0, n, n)
+        got = resample_indices([np.zeros(n) for n in sizes], rng, n_boot)
+        assert [g.tolist() for g in got] == [w.tolist() for w in loop], (sizes, seed)
+        assert rng.integers(2**62) == loop_rng.integers(2**62)
+
+
+@pytest.mark.parametrize("params", [
+    {"kind": "slope_difference", "x": "env.size", "compare": "algorithm", "a": "a", "b": "b"},
+    {"kind": "plateau", "x": "env.size"},
+    {"kind": "plateau", "x": "env.size", "column": "regret"}])
+def test_estimators_taking_every_replicate_at_once_give_the_replicate_loops_bytes(params, monkeypatch):
+    """The slope difference and the plateau pass bootstrap_ci `rows` (every replicate's medians or means in
+    one call); with `rows` dropped, replicate by replicate, the estimate is the same bit for bit, on
+    learning times with ties and censored runs (a side's size censored in some replicates)."""
+    import rvfx.report.statistics as statistics
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame([{"algorithm": a, "env.size": n, "regret": rng.normal(100 * n, 30),
+                        "learning_time": np.nan if rng.random() < 0.25 else 2.0 + np.round(rng.exponential(n ** s))}
+                       for a, s in (("a", 2.0), ("b", 1.5)) for n in (4, 8, 16, 32) for _ in range(7)])
+    fast = estimate(df, **params)
+    loop = statistics.bootstrap_ci
+    monkeypatch.setattr(statistics, "bootstrap_ci", lambda *a, rows=None, **k: loop(*a, **k))
+    slow = estimate(df, **params)
+    assert np.array([fast.value, fast.lo, fast.hi]).tobytes() == np.array([slow.value, slow.lo, slow.hi]).tobytes()
+    assert np.isfinite([fast.value, fast.lo, fast.hi]).all()

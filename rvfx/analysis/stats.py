@@ -26,6 +26,12 @@ def censored_median(times: np.ndarray) -> float:
     return m if np.isfinite(m) else np.nan
 
 
+def censored_row_medians(rows: np.ndarray) -> np.ndarray:
+    """`censored_median` of each row of a 2-D array, bit for bit, in one call (bootstrap replicates)."""
+    m = np.median(np.where(np.isnan(rows), np.inf, rows), axis=1)
+    return np.where(np.isfinite(m), m, np.nan)
+
+
 def learning_times(runs: pd.DataFrame) -> np.ndarray:
     """The runs' eq. 7.1 learning times as floats, NaN for a censored run."""
     return pd.to_numeric(runs["learning_time"], errors="coerce").to_numpy(float)
@@ -196,14 +202,12 @@ def bootstrap_ci(samples: list, statistic, n_boot: int = 2000, seed: int = 0,
 
 def resample_indices(samples: list, rng: np.random.Generator, n_boot: int) -> list[np.ndarray]:
     """Per sample an (n_boot, n) array of indices drawn with replacement, replicate by replicate and
-    sample by sample within it; one sample's are one generator call (the same integers)."""
-    if len(samples) == 1:
-        return [rng.integers(0, len(samples[0]), (n_boot, len(samples[0])))]
-    out = [np.empty((n_boot, len(s)), np.int64) for s in samples]
-    for b in range(n_boot):
-        for o, s in zip(out, samples):
-            o[b] = rng.integers(0, len(s), len(s))
-    return out
+    sample by sample within it: the integers of `rng.integers(0, n, n)` called in that order, drawn in
+    one call (an array of bounds takes NumPy's per-integer draw from the same stream; tests)."""
+    sizes = [len(s) for s in samples]
+    bounds = np.repeat(np.asarray(sizes, np.int64), sizes)
+    draws = rng.integers(0, np.broadcast_to(bounds, (n_boot, len(bounds))))
+    return np.split(draws, np.cumsum(sizes)[:-1], axis=1)
 
 
 def percentile_ci(boots: np.ndarray, level: float) -> tuple[float, float]:

@@ -12,6 +12,7 @@ from rvfx.analysis.stats import (
     bootstrap_ci,
     breakdown,
     censored_median,
+    censored_row_medians,
     clopper_pearson,
     fit_exponential,
     fit_loglog,
@@ -85,8 +86,8 @@ def _slope(df, p, boot) -> Estimate:
     return Estimate(fit.slope, fit.lo, fit.hi, len(df), detail)
 
 
-def _log_median_slope(xs: np.ndarray, samples) -> float:
-    meds = np.array([censored_median(s) for s in samples])
+def _log_slope(xs: np.ndarray, meds: np.ndarray) -> float:
+    """The least-squares slope of log median on log x; NaN if a median is censored."""
     return float(np.polyfit(np.log(xs), np.log(meds), 1)[0]) if np.all(np.isfinite(meds)) else np.nan
 
 
@@ -103,10 +104,14 @@ def _slope_difference(df, p, boot) -> Estimate:
         return Estimate(np.nan, np.nan, np.nan, len(df), "fewer than 2 uncensored sizes on a side")
     k = len(xs[0])
 
-    def diff(s):
-        return _log_median_slope(xs[0], s[:k]) - _log_median_slope(xs[1], s[k:])
+    def diff(meds):
+        return _log_slope(xs[0], meds[:k]) - _log_slope(xs[1], meds[k:])
+
+    def diffs(r):                 # every replicate's medians at once, the slopes replicate by replicate
+        return [diff(meds) for meds in np.column_stack([censored_row_medians(a) for a in r])]
     detail = f"{p['x']} fitted: {_levels(xs[0])} ({p['a']}), {_levels(xs[1])} ({p['b']})"
-    return Estimate(*bootstrap_ci(samples, diff, **boot), len(df), detail)
+    return Estimate(*bootstrap_ci(samples, lambda s: diff(np.array([censored_median(t) for t in s])), **boot,
+                                  rows=diffs), len(df), detail)
 
 
 def _ratio(df, p, boot) -> Estimate:
@@ -189,13 +194,19 @@ def _plateau(df, p, boot) -> Estimate:
     ks = np.sort(df[p["x"]].unique())
     if "column" in p:
         samples, summary = [df.loc[df[p["x"]] == k, p["column"]].to_numpy(float) for k in ks], np.mean
+        row_summary = lambda r: r.mean(axis=1)          # noqa: E731
     else:
         samples, summary = [learning_times(df[df[p["x"]] == k]) for k in ks], censored_median
+        row_summary = censored_row_medians
 
-    def log2_plateau(s):
-        k = plateau_k(list(ks), [summary(t) for t in s])
+    def log2_plateau(summaries):
+        k = plateau_k(list(ks), summaries)
         return math.log2(k) if k is not None else np.nan
-    return Estimate(*bootstrap_ci(samples, log2_plateau, **boot), len(df), f"{p['x']} grid: {_levels(ks)}")
+
+    def rows(r):                  # every replicate's summaries at once, the plateau replicate by replicate
+        return [log2_plateau(row) for row in np.column_stack([row_summary(a) for a in r])]
+    return Estimate(*bootstrap_ci(samples, lambda s: log2_plateau([summary(t) for t in s]), **boot, rows=rows),
+                    len(df), f"{p['x']} grid: {_levels(ks)}")
 
 
 # kind -> (estimator, required parameters, optional parameters, scale)
