@@ -161,6 +161,10 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
            "Beyond the paper: the bridge from bsuite's cartpole_swingup/0 to the paper's swing-up on rvfx's "
            "cartpole, one change per arm: returns over episodes, the first episode with return > 100 per run "
            "(median, 95% CI), episodes > 100, the rewarded fraction, the gate and the arm where learning stops"),
+    Figure("cartpole_rlsvi_rerun", ("cartpole_rlsvi_rerun",), "rvfx.figures.cartpole_rlsvi_rerun", "draw",
+           "Fig. 17's contrast rerun at the paper's setting and at the one the positive control and the bridge "
+           "identify: returns over episodes of the 50-50 ensemble, one hidden layer, linear Q and DQN, runs "
+           "learnt (Fig. 17's criterion, exact CI) and the first episode with return > 100 (median, 95% CI)"),
     Figure("mountaincar", ("mountaincar",), "rvfx.figures.interop", "fig_mountaincar",
            "Gymnasium MountainCar-v0: ensemble RLSVI vs epsilon-greedy DQN with the same network, returns over "
            "episodes (mean ± 1 s.e. over seeds) and the episode each run first reaches the flag (median, 95% CI)"),
