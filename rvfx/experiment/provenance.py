@@ -32,8 +32,14 @@ def blas_kernels() -> list[str]:
                   if i["user_api"] == "blas")
 
 
+@functools.lru_cache(maxsize=1)
+def library_versions() -> dict:
+    """The installed versions of the libraries that compute and write results, read once per process
+    (each lookup scans the installed packages' metadata; a process keeps the ones it imported)."""
+    return {name: metadata.version(name) for name in ("numpy", "scipy", "pandas")}
+
+
 def environment() -> dict:
     """code_version() plus the Python and library versions and the BLAS kernels that compute and
     write results."""
-    libs = {name: metadata.version(name) for name in ("numpy", "scipy", "pandas")}
-    return {**code_version(), "python": platform.python_version(), **libs, "blas": blas_kernels()}
+    return {**code_version(), "python": platform.python_version(), **library_versions(), "blas": blas_kernels()}
