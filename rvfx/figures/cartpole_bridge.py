@@ -3,19 +3,14 @@ returns over episodes per arm, each run's first episode returning more than 100,
 readouts with the stated rule (the gate against the head-to-head, the arm at which learning stops)."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from rvfx.analysis.bridge import ARMS, GATE_AGENT, GATE_LEVEL, arm_summary, gate, gate_reference, run_readouts, stop
 from rvfx.experiment.results import load_table
-from rvfx.figures.common import band, ci_cell, first_success_dots, plt, save, write_table
+from rvfx.figures.common import band, ci_cell, first_success_dots, mean_sem_cell, plt, save, success_cells, write_table
 
 EXPERIMENT = "cartpole_bridge"
 SMOOTH = 10     # returns: running mean over this many episodes per run
-
-
-def _mean_sem_cell(mean: float, sem: float, digits: int) -> str:
-    return f"{mean:.{digits}f}" if np.isnan(sem) else f"{mean:.{digits}f} ± {sem:.{digits}f}"
 
 
 def table(summary: pd.DataFrame, reference: tuple | None) -> pd.DataFrame:
@@ -29,12 +24,8 @@ def table(summary: pd.DataFrame, reference: tuple | None) -> pd.DataFrame:
         return "learning stops here" if passed == "passes" and row["arm"] == stopped else ""
 
     return summary.assign(**{
-        "first episode > 100: median [95% CI]": [ci_cell(m, lo, hi) for m, lo, hi in
-                                                 zip(summary["median"], summary["lo"], summary["hi"])],
-        "never > 100": [f"{k}/{n}" for k, n in zip(summary["never"], summary["seeds"])],
-        "episodes > 100 (mean ± s.e.)": [_mean_sem_cell(m, s, 1) for m, s in
-                                         zip(summary["successes"], summary["successes_sem"])],
-        "rewarded episodes (mean ± s.e.)": [_mean_sem_cell(m, s, 2) for m, s in
+        **success_cells(summary),
+        "rewarded episodes (mean ± s.e.)": [mean_sem_cell(m, s, 2) for m, s in
                                             zip(summary["rewarded"], summary["rewarded_sem"])],
         "learns": ["yes" if v else "no" for v in summary["learns"]],
         "rule": [rule(r) for _, r in summary.iterrows()],

@@ -3,19 +3,14 @@ of the 50-50 ensemble, one hidden layer, linear Q and DQN, and the table of Fig.
 learnt, with their exact CI) and the first episode returning more than 100 (median, 95% CI)."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from rvfx.analysis.rlsvi_rerun import CLASSES, cell_summary, run_readouts, split_agent
 from rvfx.experiment.results import load_table
-from rvfx.figures.common import band, ci_cell, plt, save, write_table
+from rvfx.figures.common import band, mean_sem_cell, plt, save, success_cells, write_table
 
 EXPERIMENT = "cartpole_rlsvi_rerun"
 SMOOTH = 10     # returns: running mean over this many episodes per run
-
-
-def _mean_sem_cell(mean: float, sem: float, digits: int) -> str:
-    return f"{mean:.{digits}f}" if np.isnan(sem) else f"{mean:.{digits}f} ± {sem:.{digits}f}"
 
 
 def table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -23,12 +18,8 @@ def table(summary: pd.DataFrame) -> pd.DataFrame:
     return summary.assign(**{
         "learnt (final return >= 100) [95% CI]": [f"{k}/{n} [{lo:.2f}, {hi:.2f}]" for k, n, lo, hi in zip(
             summary["learnt"], summary["seeds"], summary["learnt_lo"], summary["learnt_hi"])],
-        "first episode > 100: median [95% CI]": [ci_cell(m, lo, hi) for m, lo, hi in
-                                                 zip(summary["median"], summary["lo"], summary["hi"])],
-        "never > 100": [f"{k}/{n}" for k, n in zip(summary["never"], summary["seeds"])],
-        "episodes > 100 (mean ± s.e.)": [_mean_sem_cell(m, s, 1) for m, s in
-                                         zip(summary["successes"], summary["successes_sem"])],
-        "final return (mean ± s.e.)": [_mean_sem_cell(m, s, 1) for m, s in
+        **success_cells(summary),
+        "final return (mean ± s.e.)": [mean_sem_cell(m, s, 1) for m, s in
                                        zip(summary["final_return"], summary["final_return_sem"])],
     })[["setting", "agent", "seeds", "episodes", "learnt (final return >= 100) [95% CI]",
         "first episode > 100: median [95% CI]", "never > 100", "episodes > 100 (mean ± s.e.)",

@@ -123,6 +123,24 @@ def ci_cell(med: float, lo: float, hi: float) -> str:
     return f"{fmt_episodes(med)} [{fmt_episodes(lo)}, {fmt_episodes(hi)}]"
 
 
+def mean_sem_cell(mean: float, sem: float, digits: int) -> str:
+    """"mean ± s.e." over seeds, the mean alone where the s.e. is NaN (one seed)."""
+    return f"{mean:.{digits}f}" if np.isnan(sem) else f"{mean:.{digits}f} ± {sem:.{digits}f}"
+
+
+def success_cells(summary: pd.DataFrame) -> dict:
+    """The swing-up summaries' first-success columns: the median first episode > 100 with its CI, the
+    runs never past 100, and the episodes > 100 (mean ± s.e.), from `median`, `lo`, `hi`, `never`,
+    `seeds`, `successes` and `successes_sem`."""
+    return {
+        "first episode > 100: median [95% CI]": [ci_cell(m, lo, hi) for m, lo, hi in
+                                                 zip(summary["median"], summary["lo"], summary["hi"])],
+        "never > 100": [f"{k}/{n}" for k, n in zip(summary["never"], summary["seeds"])],
+        "episodes > 100 (mean ± s.e.)": [mean_sem_cell(m, s, 1) for m, s in
+                                         zip(summary["successes"], summary["successes_sem"])],
+    }
+
+
 def slope_row(fit: dict) -> dict:
     """Summary-table cells of one fitted scaling line (a row of `slope_fits`)."""
     finite = np.isfinite(fit["slope"])
