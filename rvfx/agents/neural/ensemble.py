@@ -111,14 +111,16 @@ class DQNParams(EnsembleParams):
 
 
 # CPU seconds, fitted to runs on deep sea (N = 10-50, one-hot pixels and the linear basis) and the
-# cartpole (50-50, one layer, linear, DQN; sgd_period 1 and 4) at a load of 13-15 on 2 cores
-# (benchmarks/bench_ensemble.py, bench_cartpole.py): per environment step the acting, the environment
-# and the enqueue; per SGD step a fixed part, and per member at batch 128 a part per unit (bias, ReLU
-# and Adam passes) and per multiply-add of the layers (a one-hot input's first layer is a row
-# gather); keyed inputs add per member the cached targets and the gathered first-layer rows' Adam,
-# and a double-Q target its extra forward pass
-NETWORK_STEP = (4e-5, 1.4e-4, 8e-7, 2.2e-8)
-KEYED_MEMBER = 5e-5
+# cartpole (50-50, one layer, linear, DQN; sgd_period 1 and 4) at the sweeps' load, two processes on
+# two cores, with the fast extra (benchmarks/bench_ensemble.py, bench_cartpole.py; the smallest
+# constants that charge no case less than it measured): per environment step the acting, the
+# environment and the enqueue; per SGD step and member at batch 128 a part per unit (bias, ReLU and
+# Adam passes) and per multiply-add of the layers (this core's matmul floor). A keyed input is charged
+# per distinct input of the batch, its first layer multiplies its block only (one-hot: a row gather;
+# the linear basis: its row's 2M features), and it adds per member the cached targets and the gathered
+# first-layer rows' Adam; a double-Q target adds its extra forward pass
+NETWORK_STEP = (5.5e-5, 3.7e-7, 2.0e-8)
+KEYED_MEMBER = 7.1e-5
 DOUBLE_Q = 1.3
 
 
@@ -161,11 +163,13 @@ def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> Ru
     # fast extra's passes), the target pass's activation (its ReLU' is not kept), the backward reusing them
     sgd = 4 * 3 * rows * K * (sum(hidden) + A) + 4 * 8 * B * K + (4 * B * rows * A if keyed else 0)
     parts.append(Part("one SGD step's activations and gradients", sgd, "agent.batch_size"))
-    act, sgd, unit, mac = NETWORK_STEP
-    one_hot = keyed and "M" not in z            # the first layer gathers a row per input
-    macs = sum(i * o for i, o in layers) - (layers[0][0] - 1) * layers[0][1] * one_hot
-    member = B / 128 * (unit * sum(o for _, o in layers) + mac * macs) + KEYED_MEMBER * keyed
-    step = (sgd + K * member) * (DOUBLE_Q if p.td_target == "double" else 1.0)
+    act, unit, mac = NETWORK_STEP
+    # a keyed input is a block of the first layer's input (one-hot: 1 wide; the linear basis: its row's 2M
+    # features), so the first layer multiplies that block's rows only
+    width = (2 * p.M if "M" in z else 1) if keyed else layers[0][0]
+    macs = sum(i * o for i, o in layers) - (layers[0][0] - width) * layers[0][1]
+    member = rows / 128 * (unit * sum(o for _, o in layers) + mac * macs) + KEYED_MEMBER * keyed
+    step = K * member * (DOUBLE_Q if p.td_target == "double" else 1.0)
     return RunCost(parts=tuple(parts), per_step=(act + p.sgd_steps_per_step / p.sgd_period * step,))
 
 
