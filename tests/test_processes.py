@@ -86,7 +86,7 @@ def test_a_second_sweep_on_the_same_out_is_refused_naming_the_first(tiny_spec, t
 
 def test_ctrl_c_cancels_pending_runs_keeps_finished_ones_and_says_how_to_resume(tiny_spec, tmp_path):
     out = tmp_path / "c"
-    sets = ("--set", "env.size=10", "--set", "episodes=4000", "--set", "seeds=1")    # about 0.4 s a run, 4 runs
+    sets = ("--set", "env.size=10", "--set", "episodes=10000", "--set", "seeds=1")   # about 1 s a run, 4 runs
     exp = load_spec(str(tiny_spec), "ci", tuple(sets[1::2]))
     proc = start_sweep(tiny_spec, out, "--jobs", 2, *sets)
     wait_for(lambda: finished_shards(out, exp))
