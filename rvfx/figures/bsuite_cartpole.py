@@ -7,9 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.figures.common import band, ci_cell, first_success_dots, plt, save, write_table
-
-SMOOTH = 10                      # returns: running mean over this many episodes per run
+from rvfx.figures.common import SMOOTH, band, ci_cell, first_success_dots, plt, save, smoothed_returns, write_table
 
 
 def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -29,8 +27,7 @@ def summary_table(runs: pd.DataFrame) -> pd.DataFrame:
 def draw(results, out):
     from rvfx.analysis.bsuite_cartpole import BOOT_DQN, EXPERIMENT, readouts
     runs, returns = readouts(results)
-    returns = returns.sort_values(["run_id", "episode"]).assign(smoothed=lambda d: d.groupby("run_id")["return"]
-                                                                 .transform(lambda r: r.rolling(SMOOTH, 1).mean()))
+    returns = smoothed_returns(returns)
     levels = sorted(runs["level"].unique())
     agents = list(dict.fromkeys([BOOT_DQN, *runs["agent"]]))
     fig, axes = plt.subplots(2, len(levels), figsize=(5.5 * len(levels), 7.5), squeeze=False)

@@ -7,10 +7,20 @@ import pandas as pd
 
 from rvfx.analysis.bridge import ARMS, GATE_AGENT, GATE_LEVEL, arm_summary, gate, gate_reference, run_readouts, stop
 from rvfx.experiment.results import load_table
-from rvfx.figures.common import band, ci_cell, first_success_dots, mean_sem_cell, plt, save, success_cells, write_table
+from rvfx.figures.common import (
+    SMOOTH,
+    band,
+    ci_cell,
+    first_success_dots,
+    mean_sem_cell,
+    plt,
+    save,
+    smoothed_returns,
+    success_cells,
+    write_table,
+)
 
 EXPERIMENT = "cartpole_bridge"
-SMOOTH = 10     # returns: running mean over this many episodes per run
 
 
 def table(summary: pd.DataFrame, reference: tuple | None) -> pd.DataFrame:
@@ -37,8 +47,7 @@ def draw(results, out):
     eps = load_table(results, EXPERIMENT, "episodes")
     runs = run_readouts(eps)
     summary = arm_summary(runs)
-    returns = eps.sort_values(["run_id", "episode"])
-    returns["smoothed"] = returns.groupby("run_id")["return"].transform(lambda r: r.rolling(SMOOTH, 1).mean())
+    returns = smoothed_returns(eps)
     arms = [a for a in ARMS if a in set(runs["arm"])]
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
     for i, arm in enumerate(arms):

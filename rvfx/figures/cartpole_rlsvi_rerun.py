@@ -7,10 +7,9 @@ import pandas as pd
 
 from rvfx.analysis.rlsvi_rerun import CLASSES, cell_summary, run_readouts, split_agent
 from rvfx.experiment.results import load_table
-from rvfx.figures.common import band, mean_sem_cell, plt, save, success_cells, write_table
+from rvfx.figures.common import SMOOTH, band, mean_sem_cell, plt, save, smoothed_returns, success_cells, write_table
 
 EXPERIMENT = "cartpole_rlsvi_rerun"
-SMOOTH = 10     # returns: running mean over this many episodes per run
 
 
 def table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -29,8 +28,7 @@ def table(summary: pd.DataFrame) -> pd.DataFrame:
 def draw(results, out):
     eps = load_table(results, EXPERIMENT, "episodes")
     runs = run_readouts(eps)
-    returns = eps.sort_values(["run_id", "episode"])
-    returns["smoothed"] = returns.groupby("run_id")["return"].transform(lambda r: r.rolling(SMOOTH, 1).mean())
+    returns = smoothed_returns(eps)
     returns["setting"] = [split_agent(a)[1] for a in returns["agent"]]
     settings = list(dict.fromkeys(runs["setting"]))
     fig, axes = plt.subplots(1, len(settings), figsize=(6.5 * len(settings), 4.8), sharey=True, squeeze=False)

@@ -58,6 +58,16 @@ def write_table(df: pd.DataFrame, out: Path, name: str) -> list[Path]:
     return [csv, md]
 
 
+SMOOTH = 10     # the swing-up figures' returns: running mean over this many episodes per run
+
+
+def smoothed_returns(episodes: pd.DataFrame) -> pd.DataFrame:
+    """The episodes by run and episode, with `smoothed`: each run's running mean of its return over its
+    last SMOOTH episodes (fewer at its start)."""
+    eps = episodes.sort_values(["run_id", "episode"])
+    return eps.assign(smoothed=eps.groupby("run_id")["return"].transform(lambda r: r.rolling(SMOOTH, 1).mean()))
+
+
 def band(ax, df: pd.DataFrame, x: str, y: str, label: str, color=None):
     """Mean of `y` over seeds against `x`, with a +-1 s.e. band."""
     s = mean_sem(df, [x], y).sort_values(x)
