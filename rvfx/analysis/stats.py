@@ -26,9 +26,14 @@ def censored_median(times: np.ndarray) -> float:
     return m if np.isfinite(m) else np.nan
 
 
+def inf_row_medians(rows: np.ndarray) -> np.ndarray:
+    """The median of each row of a 2-D array, a censored run (NaN) counted as +inf."""
+    return np.median(np.where(np.isnan(rows), np.inf, rows), axis=1)
+
+
 def censored_row_medians(rows: np.ndarray) -> np.ndarray:
     """`censored_median` of each row of a 2-D array, bit for bit, in one call (bootstrap replicates)."""
-    m = np.median(np.where(np.isnan(rows), np.inf, rows), axis=1)
+    m = inf_row_medians(rows)
     return np.where(np.isfinite(m), m, np.nan)
 
 
@@ -231,8 +236,7 @@ def median_bootstrap(times, n_boot: int = 2000, seed: int = 0, level: float = 0.
 def resampled_medians(times: np.ndarray, rng: np.random.Generator, n_boot: int) -> np.ndarray:
     """n_boot bootstrap replicates of the median of `times`, a censored run (NaN) as +inf, drawn as
     one (n_boot, n) array of indices: the integers of n_boot draws of n, in order."""
-    t = np.where(np.isnan(times), np.inf, times)
-    return np.median(t[resample_indices([t], rng, n_boot)[0]], axis=1)
+    return inf_row_medians(times[resample_indices([times], rng, n_boot)[0]])
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
