@@ -215,6 +215,14 @@ runner.execute(load_spec({str(tmp_path / 'spec.yaml')!r}).runs[0])
     assert "OpenBLAS runs" not in blas_kernels("import rvfx, numpy\n" + run, {}).stderr
 
 
+def test_the_blas_provenance_does_not_depend_on_what_the_process_ran_before():
+    """rvfx imports SciPy only where it is used, so a worker may or may not have loaded SciPy's
+    BLAS when it writes a run's manifest; the list it records must be the same either way."""
+    listed = "from rvfx.experiment.provenance import blas_kernels; print(blas_kernels())"
+    fresh = blas_kernels(listed, {}).stdout
+    assert "openblas" in fresh and fresh == blas_kernels("import rvfx, scipy.linalg; " + listed, {}).stdout
+
+
 def _kill_worker_running(monkeypatch, victim, marker: Path | None) -> None:
     """The pool worker that starts `victim` SIGKILLs itself: on the first try only when `marker`
     is given (the file says it has been tried), else on every try. Forked workers inherit this."""

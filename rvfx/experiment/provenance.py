@@ -26,8 +26,10 @@ def code_version() -> dict:
 
 
 def blas_kernels() -> list[str]:
-    """Each BLAS this process loaded (NumPy's and SciPy's), sorted, as "library version kernels",
-    e.g. "openblas 0.3.31 Haswell"."""
+    """NumPy's and SciPy's BLAS, sorted, as "library version kernels", e.g. "openblas 0.3.31 Haswell".
+    SciPy is imported here because rvfx imports it only where it is used: without this the list
+    would depend on what the process happened to run before."""
+    import scipy.linalg  # noqa: F401  (loads SciPy's BLAS)
     return sorted(f"{i['internal_api']} {i['version']} {i.get('architecture')}" for i in threadpool_info()
                   if i["user_api"] == "blas")
 

@@ -21,7 +21,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import special
 
 from rvfx.agents.neural import fused
 from rvfx.agents.neural.sparse import BlockInput, SparseRows, row_sums
@@ -54,6 +53,7 @@ def haiku_default(rng: np.random.Generator, shape: tuple) -> np.ndarray:
     a standard normal truncated to [-2, 2] (so the weights' s.d. is 0.880/sqrt(fan_in): Haiku does not
     rescale here, unlike VarianceScaling). What bsuite's boot_dqn draws through hk.nets.MLP. One uniform
     per weight through the inverse normal CDF, so the draw count is fixed."""
+    from scipy import special  # here: only this initialisation needs SciPy's import
     lo = special.ndtr(-TRUNCATION)
     u = rng.uniform(lo, 1.0 - lo, shape)
     return special.ndtri(u) / math.sqrt(shape[-2])

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg
 
 from rvfx.envs.cartpole.physics import CartpoleSwingUpParams, euler_step, physics_constants, upright
 
@@ -47,7 +46,8 @@ def lqr_gain(p: CartpoleSwingUpParams, q=(10.0, 1.0, 1.0, 1.0), r: float = 0.01)
     """K of the discrete-time LQR F = -K s for `linearise_upright`, cost Σ sᵀ diag(q) s + r F²."""
     a, b = linearise_upright(p)
     rr = np.array([[r]])
-    x = scipy.linalg.solve_discrete_are(a, b, np.diag(q), rr)
+    from scipy.linalg import solve_discrete_are  # here: a tenth of a second of import only the LQR needs
+    x = solve_discrete_are(a, b, np.diag(q), rr)
     return np.linalg.solve(rr + b.T @ x @ b, b.T @ x @ a)[0]
 
 
