@@ -177,3 +177,17 @@ def test_shard_folders_and_files_follow_the_umask(tiny_spec, tmp_path):
         assert {oct(p.stat().st_mode & 0o777) for p in d.iterdir()} == {oct(0o664)}
     assert oct((out / "tiny" / "runs.csv").stat().st_mode & 0o777) == oct(0o664)
     assert oct((out / "tiny" / "shards").stat().st_mode & 0o777) == oct(0o775)
+
+
+def test_a_long_table_with_a_column_blank_for_some_runs_is_read_as_one_type_without_warning(tmp_path):
+    """A record's episodes.csv holds runs whose spec sweeps a setting and runs whose spec does not
+    (blank): read chunk by chunk, pandas typed that column per chunk and warned at every read."""
+    import warnings
+    rows = 200_000                                  # past pandas' low-memory chunk
+    table = pd.DataFrame({"run_id": [f"{i:016d}" for i in range(2 * rows)],
+                          "env.strict_bounds": [None] * rows + [True] * rows})
+    results._to_csv(table, tmp_path / "episodes.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = results.read_table(tmp_path / "episodes.csv")
+    assert back["env.strict_bounds"].isna().sum() == rows and (back["env.strict_bounds"].iloc[rows:] == True).all()  # noqa: E712

@@ -52,8 +52,10 @@ NAME_COLUMNS = ("experiment", "run_id", "agent", "algorithm", "env")
 def read_table(source) -> pd.DataFrame:
     """A CSV table rvfx wrote (a path or a file), its name columns read as text: a run id such as
     218625e581543133 or 0640187978612345 would otherwise be read as a number (inf, or without its
-    leading zero) and no longer name its run."""
-    return pd.read_csv(source, dtype=dict.fromkeys(NAME_COLUMNS, str))
+    leading zero) and no longer name its run. Each column's type is inferred from all its rows at once
+    (low_memory=False): chunk by chunk, a long table whose swept column is blank for some runs could
+    type it differently per chunk, and pandas warns at every read."""
+    return pd.read_csv(source, dtype=dict.fromkeys(NAME_COLUMNS, str), low_memory=False)
 
 
 def experiment_dir(out: str | Path, experiment: str) -> Path:
