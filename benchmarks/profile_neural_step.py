@@ -16,7 +16,7 @@ import numpy as np
 from bench_neural_step import cartpole_agent, deep_sea_agent
 from threadpoolctl import threadpool_limits
 
-from rvfx.agents.neural import ensemble, fused, mlp, optimisers, sparse, td
+from rvfx.agents.neural import ensemble, fused, mlp, optimisers, sparse
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams
 
 CLOCK = time.thread_time_ns
@@ -62,15 +62,14 @@ def profile(agent, steps: int = 500) -> dict:
     for _ in range(20):
         agent.sgd_step()                            # warm-up (and the kernels' compilation)
     patches = [(mlp, "np", _Timed(acc)), (ensemble, "np", _Timed(acc)), (sparse, "np", _Timed(acc))]
-    for name in ("bias_relu", "relu", "relu_grad_sum", "adam", "adam_rows"):
+    for name in ("bias_relu", "relu", "relu_grad_sum", "adam", "adam_rows", "bootstrap", "td"):
         if hasattr(fused, name):
             patches.append((fused, name, _timed(acc, f"fused.{name}", getattr(fused, name))))
     patches += [(mlp, "_sum_batch", _timed(acc, "output bias gradient (add.reduce)", mlp._sum_batch)),
                 (optimisers.Adam, "step", _timed(acc, "Adam.step (all)", optimisers.Adam.step)),
                 (agent.buffer, "sample", _timed(acc, "buffer.sample", agent.buffer.sample)),
-                (ensemble, "td_errors", _timed(acc, "td_errors", td.td_errors)),
-                (ensemble, "bootstrap_values", _timed(acc, "bootstrap_values", td.bootstrap_values)),
-                (ensemble, "value_gradient", _timed(acc, "value_gradient", ensemble.value_gradient))]
+                (ensemble, "value_gradient", _timed(acc, "repeated states' value gradient",
+                                                    ensemble.value_gradient))]
     saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
     try:
         for obj, name, new in patches:

@@ -108,6 +108,51 @@ def test_adam_kernels_give_numpys_bytes(kernels, dtype):
         assert same(a[i], b[i])
 
 
+@numba_only
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning", "ignore:overflow:RuntimeWarning")
+@pytest.mark.parametrize("K, U, A", [(1, 1, 2), (20, 128, 3), (7, 40, 2)])
+def test_td_kernels_give_numpys_bytes(kernels, K, U, A):
+    """Bootstrap values (max and double-Q argmax over hard values: ties of signed zeros, nans, infinities),
+    then TD errors, weighted errors and dL/dQ, with shared or per-member rewards, with or without
+    weights and repeated states, on (K, U, A) views of (U, K, A) memory as the step hands them in."""
+    ref, fast = kernels
+    rng = np.random.default_rng(K * 100 + U)
+    view = lambda shape: hard(rng, (shape[1], shape[0], *shape[2:])).transpose(1, 0, 2)  # noqa: E731
+    q_next, online, q = view((K, U, A)), view((K, U, A)), view((K, U, A))
+    q_next[:, ::5, :] = 0.0
+    q_next[:, ::5, 0] = -0.0                                  # max of -0.0 and 0.0 in either order
+    online[:, ::7, :] = 1.0                                   # argmax ties: the first
+    B = U
+    action = rng.integers(0, A, B)
+    discount = np.where(rng.random(B) < 0.2, 0.0, 0.99).astype(np.float32)
+    for online_next in (None, online):
+        v1, v2 = np.empty((K, U), np.float32), np.empty((K, U), np.float32)
+        ref["bootstrap"](q_next, online_next, v1)
+        fast["bootstrap"](q_next, online_next, v2)
+        assert same(v1, v2)
+    for reward in (hard(rng, (1, B)), hard(rng, (K, B))):
+        for weight in (None, rng.integers(0, 2, (K, B)).astype(np.float32) * 2):
+            for rows in (None, rng.integers(0, U, B)):
+                out = []
+                for kernel in (ref["td"], fast["td"]):
+                    delta, g = np.empty((K, B), np.float32), np.empty((K, B), np.float32)
+                    dout = None if rows is not None else np.full((B, K, A), 7.0, np.float32).transpose(1, 0, 2)
+                    kernel(q, v1, action, reward, discount, weight, rows, rows, np.float32(1 / B), delta, g, dout)
+                    out.append([delta, g] + ([] if dout is None else [dout]))
+                assert all(same(x, y) for x, y in zip(*out))
+
+
+@numba_only
+def test_distinct_states_are_numpys_unique(kernels):
+    ref, fast = kernels
+    rng = np.random.default_rng(5)
+    for dtype in (np.int64, np.int32):
+        for n in (1, 2, 128, 500):
+            codes = rng.integers(0, int(rng.integers(1, 3 * n)), n).astype(dtype)
+            for x, y in zip(ref["distinct"](codes), fast["distinct"](codes)):
+                assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+
 def _agents():
     ds = DeepSea(DeepSeaParams(size=8), np.random.default_rng(1))
     cp = CartpoleSwingUp(CartpoleSwingUpParams(), np.random.default_rng(2))

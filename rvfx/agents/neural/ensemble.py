@@ -22,12 +22,12 @@ from typing import Literal
 
 import numpy as np
 
+from rvfx.agents.neural import fused
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics
 from rvfx.agents.neural.ensemble_buffer import Batch, EnsembleBuffer, Mask
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
 from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.representations import FiniteCodes, Representation, RepresentationKind, representation_for
-from rvfx.agents.neural.td import bootstrap_values, td_errors
 from rvfx.agents.tabular.base import greedy_policy
 from rvfx.core.cost import Part, RunCost
 from rvfx.core.protocols import ProbeStates
@@ -188,34 +188,37 @@ def td_step(ensemble: PriorEnsemble, tape: Tape, batch: Batch, double: bool = Fa
     """
     q_next = ensemble.value(batch.next_state, target=True, tape=tape, prior=batch.next_prior)   # (K, U', A)
     online_next = ensemble.value(batch.next_state, prior=batch.next_prior) if double else None
-    v_next = bootstrap_values(q_next, online_next)
+    K, dt = q_next.shape[0], q_next.dtype
+    v_next = tape.buf("v_next", q_next.shape[:2], dt)
+    fused.bootstrap(q_next, online_next, v_next)
     q = ensemble.value(batch.state, tape=tape, prior=batch.prior)                        # (K, U, A)
-    _, delta = td_errors(q, batch.action, batch.reward, batch.discount, v_next, batch.index, batch.next_index)
-    K, B = delta.shape
-    g = delta if batch.weight is None else delta * batch.weight
+    U, A = q.shape[1:]
+    B = batch.action.shape[0]
+    delta, g = tape.buf("delta", (K, B), dt), tape.buf("g", (K, B), dt)
+    reward = batch.reward if batch.reward.ndim == 2 else batch.reward[None]              # (K or 1, B)
+    dout = None if batch.index is not None else tape.buf("dout", (U, K, A), dt).transpose(1, 0, 2)
+    scale = dt.type(1.0 / B)
+    fused.td(q, v_next, batch.action, reward, batch.discount, batch.weight, batch.index, batch.next_index,
+             scale, delta, g, dout)
     loss = 0.5 * float(np.vdot(g, delta)) / (B * K)
-    g *= 1.0 / B
-    ensemble.apply_gradient(tape, value_gradient(tape, g, batch.action, batch.index, q))
+    if dout is None:            # repeated states: their samples' gradients summed by one product
+        g *= scale
+        dout = value_gradient(tape, g, batch.action, batch.index, U, A)
+    ensemble.apply_gradient(tape, dout)
     return loss
 
 
-def value_gradient(tape: Tape, g: np.ndarray, action: np.ndarray, x_index: np.ndarray | None,
-                   q: np.ndarray) -> np.ndarray:
-    """dL/dQ for the values q (K, U, A), like q, in `tape`'s scratch: g[k, b] (K, B) at the value Q_k(s_b, a_b)
-    it weighs, zero elsewhere; with `x_index`, the samples b of one state u and action a summed."""
-    K, U, A = q.shape
-    B = action.shape[0]
-    dout = tape.buf("dout", (U, K, A), q.dtype).transpose(1, 0, 2)      # (U, K, A) memory
-    if x_index is None:
-        dout.fill(0.0)
-        dout[np.arange(K)[:, None], np.arange(B), action] = g
-    else:                       # dout[k, u, a] = sum of g[k, b] over samples b of state u and action a
-        onehot = tape.buf("onehot", (B, U * A), q.dtype)
-        onehot.fill(0.0)
-        onehot[np.arange(B), x_index * A + action] = 1.0
-        dsum = tape.buf("dsum", (U * A, K), q.dtype)
-        np.matmul(onehot.T, g.T, out=dsum)
-        dout.transpose(1, 2, 0)[...] = dsum.reshape(U, A, K)
+def value_gradient(tape: Tape, g: np.ndarray, action: np.ndarray, index: np.ndarray, U: int, A: int) -> np.ndarray:
+    """dL/dQ (K, U, A) of U distinct states, in `tape`'s scratch: dout[k, u, a] is the sum of g[k, b] (K, B) over
+    the samples b of state u = index[b] and action a (one product with their one-hot matrix)."""
+    K, B = g.shape
+    dout = tape.buf("dout", (U, K, A), g.dtype).transpose(1, 0, 2)      # (U, K, A) memory
+    onehot = tape.buf("onehot", (B, U * A), g.dtype)
+    onehot.fill(0.0)
+    onehot[np.arange(B), index * A + action] = 1.0
+    dsum = tape.buf("dsum", (U * A, K), g.dtype)
+    np.matmul(onehot.T, g.T, out=dsum)
+    dout.transpose(1, 2, 0)[...] = dsum.reshape(U, A, K)
     return dout
 
 
@@ -314,8 +317,8 @@ class EnsembleRLSVI:
         """Algorithm 8 lines 1-4 for all K members at once; copies to the target every target_period."""
         batch = self.buffer.sample(self.params.batch_size)
         if self._discrete:                      # repeated states share their passes (exact)
-            state, first, index = np.unique(batch.state, return_index=True, return_inverse=True)
-            next_state, next_first, next_index = np.unique(batch.next_state, return_index=True, return_inverse=True)
+            state, first, index = fused.distinct(batch.state)
+            next_state, next_first, next_index = fused.distinct(batch.next_state)
             prior, next_prior = batch.prior, batch.next_prior
             if prior is not None:
                 prior, next_prior = prior[:, first], next_prior[:, next_first]

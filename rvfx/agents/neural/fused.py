@@ -1,5 +1,7 @@
 """Fused element-wise passes of the SGD step (Algorithm 8): each one loop over memory instead of a few
-NumPy passes, compiled by numba when it is installed, else the NumPy passes themselves.
+NumPy passes, compiled by numba when it is installed, else the NumPy passes themselves. They are the
+hidden layers' bias and ReLU and its derivative, Adam, the TD errors and their value gradient (eq. 5.7),
+and the distinct states of a minibatch of discrete states.
 
 Both do the same floating-point operations in the same order per element, so they give the same bits
 (tests/test_fused.py): no fastmath, no FMA contraction (numba's default), float64 where NumPy uses it.
@@ -16,6 +18,8 @@ import os
 import threading
 
 import numpy as np
+
+from rvfx.agents.neural import td as _td
 
 WIDE = np.float64
 
@@ -67,6 +71,33 @@ def _adam_numpy(p, g, m, v, b1w, b2, stepw, eps, one) -> None:
     np.divide(m, g, out=g, dtype=WIDE)
     np.multiply(g, stepw, out=g, dtype=WIDE)
     p -= g
+
+
+def _bootstrap_numpy(q_next, online_next, v) -> None:
+    """v (K, U') <- the bootstrap values of the target values q_next (K, U', A) (`td.bootstrap_values`)."""
+    v[...] = _td.bootstrap_values(q_next, online_next)
+
+
+def _td_numpy(q, v, action, reward, discount, weight, rows, next_rows, scale, delta, g, dout) -> None:
+    """delta (K, B) <- `td.td_errors`, g <- delta * weight (or delta); with `dout` (K, B, A), any strides
+    (no `rows`: one state per sample), dout <- dL/dQ, g * scale at Q_k(s_b, a_b) and zero elsewhere.
+    reward is (K, B), or (1, B) shared by the members."""
+    _, d = _td.td_errors(q, action, reward, discount, v, rows, next_rows)
+    delta[...] = d
+    if weight is None:
+        g[...] = d
+    else:
+        np.multiply(d, weight, out=g)
+    if dout is not None:
+        K, B = g.shape
+        dout.fill(0.0)
+        dout[np.arange(K)[:, None], np.arange(B), action] = g * scale
+
+
+def _distinct_numpy(codes):
+    """np.unique(codes, return_index=True, return_inverse=True) of 1-d integer codes: the sorted distinct
+    codes, each one's first sample, and each sample's rank among them (repeated states' shared passes)."""
+    return np.unique(codes, return_index=True, return_inverse=True)
 
 
 def _adam_rows_numpy(p, rows, g, m, v, b1w, b2, stepw, eps, one) -> None:
@@ -135,16 +166,81 @@ def _compile() -> dict:
             q = p.dtype.type((WIDE(mi) * one) / WIDE(s))
             p[i] = p[i] - p.dtype.type(WIDE(q) * stepw)
 
+    # bootstrap and td loop over samples, then members: the order of the (U, K, A) memory under the
+    # (K, U, A) views they are handed (each element is computed alone, so the order changes no bit)
+    @jit
+    def bootstrap(q_next, online_next, v):
+        for u in range(q_next.shape[1]):
+            for k in range(q_next.shape[0]):
+                if online_next is None:             # np.maximum in turn: the second unless the first is
+                    x = q_next[k, u, 0]             # greater or nan (its signed zeros and nans)
+                    for a in range(1, q_next.shape[2]):
+                        y = q_next[k, u, a]
+                        if not (x > y or x != x):
+                            x = y
+                    v[k, u] = x
+                else:                               # np.argmax: the first greatest, or the first nan
+                    best, top = 0, online_next[k, u, 0]
+                    if top == top:
+                        for a in range(1, q_next.shape[2]):
+                            y = online_next[k, u, a]
+                            if y != y:
+                                best = a
+                                break
+                            if y > top:
+                                best, top = a, y
+                    v[k, u] = q_next[k, u, best]
+
+    @jit
+    def td(q, v, action, reward, discount, weight, rows, next_rows, scale, delta, g, dout):
+        zero = delta.dtype.type(0.0)
+        shared = reward.shape[0] == 1
+        for b in range(delta.shape[1]):
+            a = action[b]
+            for k in range(delta.shape[0]):
+                if next_rows is None:
+                    y = v[k, b] * discount[b]
+                else:
+                    y = v[k, next_rows[b]] * discount[b]
+                y = y + reward[0 if shared else k, b]
+                if rows is None:
+                    d = q[k, b, a] - y
+                else:
+                    d = q[k, rows[b], a] - y
+                delta[k, b] = d
+                if weight is not None:
+                    d = d * weight[k, b]
+                g[k, b] = d
+                if dout is not None:
+                    for c in range(dout.shape[2]):
+                        dout[k, b, c] = d * scale if c == a else zero
+
+    @jit
+    def distinct(codes):
+        order = np.argsort(codes, kind="mergesort")     # stable: a group's first is its first sample
+        state, first = np.empty_like(codes), np.empty_like(order)
+        index = np.empty_like(order)
+        n = 0
+        for i in range(codes.shape[0]):
+            b = order[i]
+            if n == 0 or codes[b] != state[n - 1]:
+                state[n], first[n] = codes[b], b
+                n += 1
+            index[b] = n - 1
+        return state[:n], first[:n], index
+
     @jit
     def adam_rows(p, rows, g, m, v, b1w, b2, stepw, eps, one):
         for r in range(rows.shape[0]):
             adam(p[rows[r]], g[r], m[rows[r]], v[rows[r]], b1w, b2, stepw, eps, one)
 
-    return {"bias_relu": bias_relu, "relu": relu, "relu_grad_sum": relu_grad_sum, "adam": adam, "adam_rows": adam_rows}
+    return {"bias_relu": bias_relu, "relu": relu, "relu_grad_sum": relu_grad_sum, "adam": adam,
+            "adam_rows": adam_rows, "bootstrap": bootstrap, "td": td, "distinct": distinct}
 
 
 NUMPY = {"bias_relu": _bias_relu_numpy, "relu": _relu_numpy, "relu_grad_sum": _relu_grad_sum_numpy,
-         "adam": _adam_numpy, "adam_rows": _adam_rows_numpy}
+         "adam": _adam_numpy, "adam_rows": _adam_rows_numpy, "bootstrap": _bootstrap_numpy, "td": _td_numpy,
+         "distinct": _distinct_numpy}
 
 
 def available() -> bool:
@@ -195,3 +291,6 @@ relu = _bind_on_first_use("relu")
 relu_grad_sum = _bind_on_first_use("relu_grad_sum")
 adam = _bind_on_first_use("adam")
 adam_rows = _bind_on_first_use("adam_rows")
+bootstrap = _bind_on_first_use("bootstrap")
+td = _bind_on_first_use("td")
+distinct = _bind_on_first_use("distinct")

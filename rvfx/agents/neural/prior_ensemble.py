@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rvfx.agents.neural import fused
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
 from rvfx.agents.neural.optimisers import make_optimizer, pack
 from rvfx.agents.neural.sparse import BlockInput
@@ -104,7 +105,7 @@ class PriorEnsemble:
             keys = self._keys(x)
             miss = ~self._target_valid[keys]
             if miss.any():
-                fresh, first = np.unique(keys[miss], return_index=True)
+                fresh, first, _ = fused.distinct(keys[miss])
                 xf = fresh if self.net.index_input else x.take(np.flatnonzero(miss)[first])
                 v = self.net.forward(self.target_params, xf, self._fresh_tape if tape is None else tape, grad=False)
                 p = self.prior(xf)
