@@ -131,7 +131,7 @@ def test_td_kernels_give_numpys_bytes(kernels, K, U, A):
         fast["bootstrap"](q_next, online_next, v2)
         assert same(v1, v2)
     for reward in (hard(rng, (1, B)), hard(rng, (K, B))):
-        for weight in (None, rng.integers(0, 2, (K, B)).astype(np.float32) * 2):
+        for weight in (None, rng.random((B, K)).T < 0.5):
             for rows in (None, rng.integers(0, U, B)):
                 out = []
                 for kernel in (ref["td"], fast["td"]):

@@ -16,8 +16,8 @@ class Batch(NamedTuple):
 
     `state`, `next_state` are the states s and s': as stored (the representation's codes) or, for
     `td_step`, as network inputs. `reward` is (B,), or (K, B) with member k's Gaussian noise added;
-    `discount` is gamma, or 0 for a terminal transition; `weight` is (K, B) bootstrap weights, or None
-    (all ones); `prior`, `next_prior` (K, U, A) are the stored prior-network values of s and s', or None.
+    `discount` is gamma, or 0 for a terminal transition; `weight` is (K, B) bootstrap bits m_t^k (bools:
+    the weight is 2 m_t^k), or None (all ones); `prior`, `next_prior` (K, U, A) are the stored prior-network values of s and s', or None.
     With `index`, `state` holds U distinct states and sample b's is state[index[b]] (likewise
     `next_index`): repeated states then share one pass.
     """
@@ -90,7 +90,7 @@ class EnsembleBuffer:
         reward = self.reward[idx]
         weight = None
         if self.mask is not None:
-            weight = np.multiply(self.mask[idx].T, np.float32(2.0), dtype=np.float32)   # 2 m_t^k
+            weight = self.mask[idx].T                                           # m_t^k: weighs 2 m_t^k
         elif self.noise is not None:
             reward = reward + self.noise[idx].T
         priors = (None, None) if self.prior is None else \

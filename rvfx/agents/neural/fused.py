@@ -79,15 +79,15 @@ def _bootstrap_numpy(q_next, online_next, v) -> None:
 
 
 def _td_numpy(q, v, action, reward, discount, weight, rows, next_rows, scale, delta, g, dout) -> None:
-    """delta (K, B) <- `td.td_errors`, g <- delta * weight (or delta); with `dout` (K, B, A), any strides
-    (no `rows`: one state per sample), dout <- dL/dQ, g * scale at Q_k(s_b, a_b) and zero elsewhere.
-    reward is (K, B), or (1, B) shared by the members."""
+    """delta (K, B) <- `td.td_errors`, g <- delta * 2 weight (the bootstrap bits; or delta without them);
+    with `dout` (K, B, A), any strides (no `rows`: one state per sample), dout <- dL/dQ, g * scale at
+    Q_k(s_b, a_b) and zero elsewhere. reward is (K, B), or (1, B) shared by the members."""
     _, d = _td.td_errors(q, action, reward, discount, v, rows, next_rows)
     delta[...] = d
     if weight is None:
         g[...] = d
     else:
-        np.multiply(d, weight, out=g)
+        np.multiply(d, np.multiply(weight, d.dtype.type(2.0), dtype=d.dtype), out=g)
     if dout is not None:
         K, B = g.shape
         dout.fill(0.0)
@@ -193,7 +193,7 @@ def _compile() -> dict:
 
     @jit
     def td(q, v, action, reward, discount, weight, rows, next_rows, scale, delta, g, dout):
-        zero = delta.dtype.type(0.0)
+        zero, two = delta.dtype.type(0.0), delta.dtype.type(2.0)
         shared = reward.shape[0] == 1
         for b in range(delta.shape[1]):
             a = action[b]
@@ -209,7 +209,7 @@ def _compile() -> dict:
                     d = q[k, rows[b], a] - y
                 delta[k, b] = d
                 if weight is not None:
-                    d = d * weight[k, b]
+                    d = d * (two if weight[k, b] else zero)
                 g[k, b] = d
                 if dout is not None:
                     for c in range(dout.shape[2]):

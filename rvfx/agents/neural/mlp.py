@@ -195,10 +195,11 @@ class EnsembleMLP:
             np.matmul(x, w1, out=z.reshape(B, K * width))
         acts, masks = [], []
         keep = grad and tape is not None
+        mask_dt = fused.mask_dtype(dt) if keep else None
         for l in range(1, self.num_layers):                # z <- relu(z + b_l), with ReLU' for backward
             n = K * self.sizes[l]
             if keep:
-                mask = new(f"m{l}", z.shape, fused.mask_dtype(dt))
+                mask = new(f"m{l}", z.shape, mask_dt)
                 fused.bias_relu(z.reshape(B, n), params[2 * l - 1].reshape(n), mask.reshape(B, n))
                 masks.append(mask)
             else:
