@@ -17,7 +17,8 @@ class Batch(NamedTuple):
     `state`, `next_state` are the states s and s': as stored (the representation's codes) or, for
     `td_step`, as network inputs. `reward` is (B,), or (K, B) with member k's Gaussian noise added;
     `discount` is gamma, or 0 for a terminal transition; `weight` is (K, B) bootstrap bits m_t^k (bools:
-    the weight is 2 m_t^k), or None (all ones); `prior`, `next_prior` (K, U, A) are the stored prior-network values of s and s', or None.
+    the weight is 2 m_t^k), or None (all ones); `prior`, `next_prior` (K, U, A) are the stored
+    prior-network values of s and s', or None.
     With `index`, `state` holds U distinct states and sample b's is state[index[b]] (likewise
     `next_index`): repeated states then share one pass.
     """
