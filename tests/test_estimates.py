@@ -9,7 +9,7 @@ import pytest
 import yaml
 from cli_helpers import CONFIGS, invoke
 
-from rvfx.envs.external import BsuiteParams, GymParams
+from rvfx.envs.external import STEP_SECONDS, BsuiteParams, GymParams
 from rvfx.experiment import memory
 from rvfx.experiment.spec import load_spec
 
@@ -35,9 +35,10 @@ def test_validate_prints_a_positive_estimate_linear_in_episodes(name):
 
 
 @pytest.mark.parametrize("name", ["bsuite_deep_sea", "bsuite_deep_sea_settings"])
-def test_bsuite_deep_sea_costs_what_the_same_sweep_on_rvfx_deep_sea_costs(name, tmp_path):
+def test_bsuite_deep_sea_costs_the_same_sweep_on_rvfx_deep_sea_and_bsuites_steps(name, tmp_path):
     """deep_sea/<k> is rvfx's DeepSea of size 10 + 2k with a cost on every "right": the spec on its
-    bsuite ids and on those sizes of rvfx's own environment get the same estimate."""
+    bsuite ids costs what it costs on those sizes of rvfx's own environment, and bsuite's own step
+    (`STEP_SECONDS`) on each of its steps."""
     spec = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
     ids = spec["grid"].pop("env.id")
     spec["grid"]["env.size"] = [10 + 2 * int(i.split("/")[1]) for i in ids]
@@ -45,7 +46,8 @@ def test_bsuite_deep_sea_costs_what_the_same_sweep_on_rvfx_deep_sea_costs(name, 
     spec["scales"] = {"ci": {}, "paper": {}}
     twin = tmp_path / "twin.yaml"
     twin.write_text(yaml.safe_dump(spec))
-    assert estimate(CONFIGS / f"{name}.yaml") == pytest.approx(estimate(twin), rel=1e-12)
+    steps = sum(r.episodes * r.env_params["size"] for r in load_spec(str(twin), "paper", allow_long=True).runs)
+    assert estimate(CONFIGS / f"{name}.yaml") == pytest.approx(estimate(twin) + STEP_SECONDS * steps, rel=1e-12)
 
 
 def test_mountaincar_estimate_is_affine_in_the_episode_cap_and_the_default_cap_is_200():

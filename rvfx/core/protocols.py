@@ -108,9 +108,10 @@ class RunSizes(Protocol):
     """An environment's parameters declare a run's sizes before it is built (the memory and CPU
     estimates read them): `run_sizes()` gives H, S, A (the layered shape, where there is one),
     `steps` per episode, `inputs` (network input width) and `keys` (distinct network inputs; 0 for
-    a continuous state), or None where they are known only once built; `size_key` is the
-    grid-style key that sets them ("env.size"), and `run_memory()` the arrays the environment
-    allocates, what -> bytes."""
+    a continuous state), and optionally `step_seconds` (the CPU seconds an environment step costs
+    beyond rvfx's own environments': an external library's step and its observation's conversion),
+    or None where they are known only once built; `size_key` is the grid-style key that sets them
+    ("env.size"), and `run_memory()` the arrays the environment allocates, what -> bytes."""
     size_key: str
 
     def run_sizes(self) -> dict | None: ...

@@ -87,7 +87,7 @@ def cpu_seconds(algorithm: str, agent, env_params, episodes: int) -> float | Non
     if z is None:
         return None
     cost = agent_cost(algorithm, agent, z, episodes, env_params.size_key)
-    per_step, per_episode = 5e-6, 5e-5
+    per_step, per_episode = 5e-6 + z.get("step_seconds", 0.0), 5e-5
     for term in cost.per_step:
         per_step += term
     for term in cost.per_episode:

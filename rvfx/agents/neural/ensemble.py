@@ -110,18 +110,21 @@ class DQNParams(EnsembleParams):
         "added_later": True, "doc": "live: DQN acts with the weights it is training (episode: a per-episode copy)"})
 
 
-# CPU seconds, fitted to runs on deep sea (N = 10-50, one-hot pixels and the linear basis) and the
+# CPU seconds, fitted to runs on deep sea (N = 5-50, one-hot pixels and the linear basis) and the
 # cartpole (50-50, one layer, linear, DQN; sgd_period 1 and 4) at the sweeps' load, two processes on
 # two cores, with the fast extra (benchmarks/bench_ensemble.py, bench_cartpole.py; the smallest
 # constants that charge no case less than it measured): per environment step the acting, the
 # environment and the enqueue; per SGD step and member at batch 128 a part per unit (bias, ReLU and
 # Adam passes) and per multiply-add of the layers (this core's matmul floor). A keyed input is charged
-# per distinct input of the batch, its first layer multiplies its block only (one-hot: a row gather;
-# the linear basis: its row's 2M features), and it adds per member the cached targets and the gathered
-# first-layer rows' Adam; a double-Q target adds its extra forward pass
+# per distinct input of the batch (as many as B uniform draws from its inputs give, on average), its
+# first layer multiplies its block only (one-hot: a row gather; the linear basis: its row's 2M
+# features), and it adds per member, by kind, the cached targets and the gathered first-layer rows'
+# Adam; a double-Q target adds its extra forward pass. An SGD step also pays a part that does not grow
+# with K (its Python calls: most of DQN's step), fitted to DQN on deep sea N = 10-50
 NETWORK_STEP = (5.5e-5, 3.7e-7, 2.0e-8)
-KEYED_MEMBER = 7.1e-5
+KEYED_MEMBER = {"one-hot": 0.0, "block": 4.5e-5}
 DOUBLE_Q = 1.3
+SGD_FIXED = 3.5e-5
 
 
 def network_sizes(p: EnsembleParams, z: dict) -> dict:
@@ -134,7 +137,7 @@ def network_sizes(p: EnsembleParams, z: dict) -> dict:
 def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> RunCost:
     """`AgentEntry.cost` of Ensemble RLSVI / DQN: replay buffer, the K networks' copies, cached values
     per input (keyed inputs), one SGD step's activations, and the one-off temporaries of building the
-    networks; per step the acting and the SGD steps (`NETWORK_STEP`, `KEYED_MEMBER`, `DOUBLE_Q`)."""
+    networks; per step the acting and the SGD steps (`NETWORK_STEP`, `KEYED_MEMBER`, `DOUBLE_Q`, `SGD_FIXED`)."""
     K, A, B = p.K, z["A"], p.batch_size
     hidden = [h for h in (p.hidden1, p.hidden2) if h > 0]
     layers = list(zip([z["inputs"], *hidden], [*hidden, A]))
@@ -168,8 +171,11 @@ def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> Ru
     # features), so the first layer multiplies that block's rows only
     width = (2 * p.M if "M" in z else 1) if keyed else layers[0][0]
     macs = sum(i * o for i, o in layers) - (layers[0][0] - width) * layers[0][1]
-    member = rows / 128 * (unit * sum(o for _, o in layers) + mac * macs) + KEYED_MEMBER * keyed
-    step = K * member * (DOUBLE_Q if p.td_target == "double" else 1.0)
+    passes = z["keys"] * -math.expm1(B * math.log1p(-1 / z["keys"])) if keyed else B  # E[distinct of B draws]
+    member = passes / 128 * (unit * sum(o for _, o in layers) + mac * macs)
+    if keyed:
+        member += KEYED_MEMBER["block" if "M" in z else "one-hot"]
+    step = K * member * (DOUBLE_Q if p.td_target == "double" else 1.0) + SGD_FIXED
     return RunCost(parts=tuple(parts), per_step=(act + p.sgd_steps_per_step / p.sgd_period * step,))
 
 
