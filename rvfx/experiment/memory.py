@@ -23,6 +23,9 @@ from rvfx.core.protocols import RunSizes
 BYTES_PER_ROW = 900         # a logged episode: live's dict, then the shard's row with identity columns
 CSV_ROW_BYTES = 400         # a logged episode in the shard's episodes.csv, identity columns included
 PROCESS_BYTES = 200 * 2**20  # Python with numpy, scipy and pandas imported, before a run allocates
+# CPU seconds every run pays per environment step and per episode whatever its agent (the `live` loop,
+# the environment's step, logging), fitted with the agents' own charges (see `cpu_seconds`)
+FIXED_PER_STEP, FIXED_PER_EPISODE = 2.1e-6, 0.0
 
 
 def sizes(algorithm: str, agent, env_params) -> dict | None:
@@ -87,7 +90,7 @@ def cpu_seconds(algorithm: str, agent, env_params, episodes: int) -> float | Non
     if z is None:
         return None
     cost = agent_cost(algorithm, agent, z, episodes, env_params.size_key)
-    per_step, per_episode = 5e-6 + z.get("step_seconds", 0.0), 5e-5
+    per_step, per_episode = FIXED_PER_STEP + z.get("step_seconds", 0.0), FIXED_PER_EPISODE
     for term in cost.per_step:
         per_step += term
     for term in cost.per_episode:

@@ -121,7 +121,7 @@ class DQNParams(EnsembleParams):
 # the linear basis: its row's 2M features), and the linear basis adds per member its cached targets and
 # gathered first-layer rows' Adam; a double-Q target adds its extra forward pass. An SGD step also pays
 # a part that does not grow with K (its Python calls: most of DQN's step)
-NETWORK_STEP = (1.4e-5, 3.3e-7, 1.25e-8)
+NETWORK_STEP = (1.7e-5, 3.3e-7, 1.25e-8)
 KEYED_MEMBER = {"one-hot": 0.0, "block": 7.3e-5}
 DOUBLE_Q = 1.3
 SGD_FIXED = 1.02e-4

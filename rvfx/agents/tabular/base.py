@@ -15,14 +15,15 @@ from rvfx.core.cost import Part, RunCost
 
 BYTES_PER_TRANSITION = 64   # TransitionStore: 24-byte rows, doubled when full, plus resampling
 # the bootstrap's resample (draws and weighted bincounts), per stored transition and episode:
-# 11-22 ns measured from 30,000 to 1.2 M stored transitions (caches miss more as the history grows)
-RESAMPLE_PER_TRANSITION = 2e-8
+# 8.5-13.5 ns measured from 30,000 to 1.2 M stored transitions of deep sea N = 30 and 60 at the sweeps'
+# load, two processes on two cores (caches miss more as the history grows)
+RESAMPLE_PER_TRANSITION = 1.4e-8
 # CPU seconds per episode, measured on deep sea N = 10-80 (benchmarks/bench_tabular.py, load 13 on 2 cores):
 # each agent's parameters declare its learn_from_buffer's cost per layer as `learn_cost`, (fixed, per
 # (s, a, s') entry of the next-state table); the bootstrap adds its statistics from the resampled
 # counts (weighted bincounts into that table), and Boltzmann acting (eq. 4.2) a softmax per step
-BOOTSTRAP_STATISTICS = (4e-6, 1e-9)
-BOLTZMANN_STEP = 1.6e-5
+BOOTSTRAP_STATISTICS = (0.0, 1.2e-10)
+BOLTZMANN_STEP = 1.07e-5
 
 ActRule = Literal["greedy", "epsilon_greedy", "boltzmann"]
 
