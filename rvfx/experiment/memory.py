@@ -24,8 +24,8 @@ BYTES_PER_ROW = 900         # a logged episode: live's dict, then the shard's ro
 CSV_ROW_BYTES = 400         # a logged episode in the shard's episodes.csv, identity columns included
 PROCESS_BYTES = 200 * 2**20  # Python with numpy, scipy and pandas imported, before a run allocates
 # CPU seconds every run pays per environment step and per episode whatever its agent (the `live` loop,
-# the environment's step, logging), fitted with the agents' own charges (see `cpu_seconds`)
-FIXED_PER_STEP, FIXED_PER_EPISODE = 2.1e-6, 0.0
+# the environment's step, logging), fitted with the tabular agents' charges (benchmarks/fit_speeds.py)
+FIXED_PER_STEP, FIXED_PER_EPISODE = 1.94e-6, 7.8e-7
 
 
 def sizes(algorithm: str, agent, env_params) -> dict | None:

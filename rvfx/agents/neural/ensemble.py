@@ -112,19 +112,19 @@ class DQNParams(EnsembleParams):
 
 # CPU seconds, fitted jointly to runs on deep sea (N = 5-50: one-hot pixels, the linear basis, DQN on
 # rvfx's and bsuite's environment) and the cartpole (50-50, one layer, linear, DQN; sgd_period 1 and 4)
-# at the sweeps' load, two processes on two cores, with the fast extra (benchmarks/bench_ensemble.py,
-# bench_cartpole.py; the constants minimising the summed model/measured that charge no case less than
-# it measured, a linear program): per environment step the acting, the environment and the enqueue;
+# at the sweeps' load, two processes on two cores, with the fast extra (benchmarks/fit_speeds.py: the
+# constants minimising the summed model/measured that charge no case less than it measured, a linear
+# program): per environment step the acting, the environment and the enqueue;
 # per SGD step and member at batch 128 a part per unit (bias, ReLU and Adam passes) and per multiply-add
 # of the layers. A keyed input is charged per distinct input of the batch (as many as B uniform draws
 # from its inputs give, on average), its first layer multiplies its block only (one-hot: a row gather;
 # the linear basis: its row's 2M features), and the linear basis adds per member its cached targets and
 # gathered first-layer rows' Adam; a double-Q target adds its extra forward pass. An SGD step also pays
 # a part that does not grow with K (its Python calls: most of DQN's step)
-NETWORK_STEP = (1.7e-5, 3.3e-7, 1.25e-8)
-KEYED_MEMBER = {"one-hot": 0.0, "block": 7.3e-5}
+NETWORK_STEP = (1.32e-5, 3.28e-7, 1.27e-8)
+KEYED_MEMBER = {"one-hot": 0.0, "block": 7.69e-5}
 DOUBLE_Q = 1.3
-SGD_FIXED = 1.02e-4
+SGD_FIXED = 1.17e-4
 
 
 def network_sizes(p: EnsembleParams, z: dict) -> dict:

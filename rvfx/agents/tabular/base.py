@@ -18,12 +18,12 @@ BYTES_PER_TRANSITION = 64   # TransitionStore: 24-byte rows, doubled when full, 
 # 8.5-13.5 ns measured from 30,000 to 1.2 M stored transitions of deep sea N = 30 and 60 at the sweeps'
 # load, two processes on two cores (caches miss more as the history grows)
 RESAMPLE_PER_TRANSITION = 1.4e-8
-# CPU seconds per episode, measured on deep sea N = 10-80 (benchmarks/bench_tabular.py, load 13 on 2 cores):
+# CPU seconds per episode, fitted to deep sea N = 10-40 at the sweeps' load (benchmarks/fit_speeds.py):
 # each agent's parameters declare its learn_from_buffer's cost per layer as `learn_cost`, (fixed, per
 # (s, a, s') entry of the next-state table); the bootstrap adds its statistics from the resampled
 # counts (weighted bincounts into that table), and Boltzmann acting (eq. 4.2) a softmax per step
-BOOTSTRAP_STATISTICS = (0.0, 1.2e-10)
-BOLTZMANN_STEP = 1.07e-5
+BOOTSTRAP_STATISTICS = (0.0, 1.98e-10)
+BOLTZMANN_STEP = 1.03e-5
 
 ActRule = Literal["greedy", "epsilon_greedy", "boltzmann"]
 

@@ -70,7 +70,7 @@ class DeepSeaKnownParams:
     temperature: float = act_fields()["temperature"]
     # CPU seconds per episode and layer, fixed and per (s, a, s') (base.tabular_cost; bench_tabular.py):
     # Thompson's posterior draw; the optimal and pure-exploitation agents cost less
-    learn_cost: ClassVar[tuple] = (7.5e-6, 2.8e-10)
+    learn_cost: ClassVar[tuple] = (7.15e-6, 3.47e-10)
 
 
 @dataclass(frozen=True)
