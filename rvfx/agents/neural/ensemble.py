@@ -118,11 +118,12 @@ class DQNParams(EnsembleParams):
 # per SGD step and member at batch 128 a part per unit (bias, ReLU and Adam passes) and per multiply-add
 # of the layers. A keyed input is charged per distinct input of the batch (as many as B uniform draws
 # from its inputs give, on average), its first layer multiplies its block only (one-hot: a row gather;
-# the linear basis: its row's 2M features), and the linear basis adds per member its cached targets and
-# gathered first-layer rows' Adam; a double-Q target adds its extra forward pass. An SGD step also pays
+# the linear basis: its row's 2M features), and the linear basis adds per member and distinct row (block)
+# of the batch its small product, cached targets and gathered rows' Adam; a double-Q target adds its
+# extra forward pass. An SGD step also pays
 # a part that does not grow with K (its Python calls: most of DQN's step)
 NETWORK_STEP = (1.32e-5, 3.28e-7, 1.27e-8)
-KEYED_MEMBER = {"one-hot": 0.0, "block": 7.69e-5}
+KEYED_MEMBER = {"one-hot": 0.0, "block": 2.35e-6}
 DOUBLE_Q = 1.3
 SGD_FIXED = 1.17e-4
 
@@ -132,6 +133,12 @@ def network_sizes(p: EnsembleParams, z: dict) -> dict:
     if p.representation == "linear_basis" and "S" in z:
         return {"M": p.M, "inputs": z["H"] * 2 * p.M}
     return {}
+
+
+def distinct(draws: int, n: int) -> float:
+    """The expected number of distinct values among `draws` uniform draws from n (a minibatch's distinct
+    inputs or rows)."""
+    return n * -math.expm1(draws * math.log1p(-1 / n)) if n > 1 else float(min(n, draws))
 
 
 def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> RunCost:
@@ -171,10 +178,10 @@ def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> Ru
     # features), so the first layer multiplies that block's rows only
     width = (2 * p.M if "M" in z else 1) if keyed else layers[0][0]
     macs = sum(i * o for i, o in layers) - (layers[0][0] - width) * layers[0][1]
-    passes = z["keys"] * -math.expm1(B * math.log1p(-1 / z["keys"])) if keyed else B  # E[distinct of B draws]
-    member = passes / 128 * (unit * sum(o for _, o in layers) + mac * macs)
-    if keyed:
-        member += KEYED_MEMBER["block" if "M" in z else "one-hot"]
+    member = distinct(B, z["keys"]) / 128 * (unit * sum(o for _, o in layers) + mac * macs) if keyed else \
+        B / 128 * (unit * sum(o for _, o in layers) + mac * macs)
+    if keyed:      # the linear basis: one product per distinct row (block) of the batch; one-hot: none
+        member += KEYED_MEMBER["block"] * distinct(B, z["H"]) if "M" in z else KEYED_MEMBER["one-hot"]
     step = K * member * (DOUBLE_Q if p.td_target == "double" else 1.0) + SGD_FIXED
     return RunCost(parts=tuple(parts), per_step=(act + p.sgd_steps_per_step / p.sgd_period * step,))
 
