@@ -5,6 +5,7 @@ themselves in tests/test_bsuite.py and tests/test_gym.py."""
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import yaml
 from cli_helpers import CONFIGS, invoke
@@ -103,3 +104,14 @@ def test_validate_of_several_specs_prints_each_and_their_total():
     assert len(lines) == len(names) + 1 and all(f"ok ({n}," in line for n, line in zip(names, lines))
     total = sum(estimate(CONFIGS / f"{n}.yaml") for n in names)
     assert lines[-1] == f"total: about {total / 3600:,.3g} CPU-hours for the 3 specs at scale paper"
+
+
+def test_a_keyed_network_input_is_charged_for_the_distinct_inputs_of_its_minibatch():
+    """`ensemble.distinct(B, n)` is the mean number of distinct values among B uniform draws from n: checked
+    against 4,000 simulated minibatches per case, within four standard errors."""
+    from rvfx.agents.neural.ensemble import distinct
+    rng = np.random.default_rng(0)
+    for draws, n in ((128, 1), (128, 25), (128, 400), (128, 10_000), (3, 5)):
+        counts = np.array([np.unique(rng.integers(0, n, draws)).size for _ in range(4000)])
+        tolerance = 4 * max(counts.std(), 1e-12) / np.sqrt(counts.size)
+        assert abs(counts.mean() - distinct(draws, n)) <= tolerance + 1e-12, (draws, n)
