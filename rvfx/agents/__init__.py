@@ -71,10 +71,10 @@ AGENTS = {
         cost=uncertainty_cost),
     "deepsea_optimal": AgentEntry(exploration.make_optimal, exploration.DeepSeaKnownParams, DeepSea,
         "Table 1's optimal agent: knows deep sea's structure and whether the chest is treasure",
-        cost=tabular_cost()),
+        cost=tabular_cost(learn_cost=(0.0, 0.0))),     # no posterior draw: the fixed costs alone (fit_speeds)
     "deepsea_exploitation": AgentEntry(exploration.make_pure_exploitation, exploration.DeepSeaKnownParams, DeepSea,
         "Table 1's pure exploitation: greedy on a posterior mean that knows the structure",
-        cost=tabular_cost()),
+        cost=tabular_cost(learn_cost=(0.0, 0.0))),
     "deepsea_myopic": AgentEntry(exploration.make_myopic, exploration.MyopicParams, DeepSea,
         "Table 1's myopic exploration: a one-step bonus for untried actions",
         cost=tabular_cost()),

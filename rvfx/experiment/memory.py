@@ -25,7 +25,7 @@ CSV_ROW_BYTES = 400         # a logged episode in the shard's episodes.csv, iden
 PROCESS_BYTES = 200 * 2**20  # Python with numpy, scipy and pandas imported, before a run allocates
 # CPU seconds every run pays per environment step and per episode whatever its agent (the `live` loop,
 # the environment's step, logging), fitted with the tabular agents' charges (benchmarks/fit_speeds.py)
-FIXED_PER_STEP, FIXED_PER_EPISODE = 1.94e-6, 7.8e-7
+FIXED_PER_STEP, FIXED_PER_EPISODE = 1.96e-6, 8e-7
 
 
 def sizes(algorithm: str, agent, env_params) -> dict | None:

@@ -144,16 +144,16 @@ def history_cost(z: dict, episodes: int) -> RunCost:
                    per_run=(RESAMPLE_PER_TRANSITION * z["steps"] * episodes * (episodes + 1) / 2,))
 
 
-def tabular_cost(next_state_tables: int = 1, bootstrap: bool = False):
+def tabular_cost(next_state_tables: int = 1, bootstrap: bool = False, learn_cost: tuple | None = None):
     """`AgentEntry.cost` of a layered tabular agent: `next_state_tables` H×S×A×S float64 tables alive
     at the peak of one learn_from_buffer, next_count included (psrl: Dirichlet arguments and gamma
     draws; ucrl2: empirical transitions and their where(); brlsvi: the resampled counts), six H×S×A
-    ones; per episode the agent's `learn_cost` per layer, and with `bootstrap` the statistics and the
-    stored history."""
+    ones; per episode the agent's `learn_cost` per layer (or `learn_cost` for an agent whose parameters
+    it shares with a costlier one), and with `bootstrap` the statistics and the stored history."""
     def cost(params, z: dict, episodes: int, size_key: str) -> RunCost:
         H, S, A = z.get("H", 0), z.get("S", 0), z["A"]
         n = next_state_tables
-        layer, entry = params.learn_cost
+        layer, entry = params.learn_cost if learn_cost is None else learn_cost
         if bootstrap:
             layer, entry = layer + BOOTSTRAP_STATISTICS[0], entry + BOOTSTRAP_STATISTICS[1]
         own = RunCost(parts=(Part(f"{n} next-state table(s) of H×S×A×S", 8 * n * H * S * A * S, size_key),
