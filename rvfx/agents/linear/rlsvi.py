@@ -82,8 +82,8 @@ class LinearRLSVIParams:
 # benchmarks/fit_speeds.py) at the sweeps' load, two processes on two cores, as the constants that
 # charge no case less than it measured with the least summed excess (a linear program over 15 cases):
 # per row of the backward pass (the step that fills it included) a fixed cost and the M x M solve's M^2
-# and M^3 parts (at M <= 160 LAPACK's time grows nearer M^2 than M^3), and per (h, s, a, feature) the
-# Q table's products
+# and M^3 parts (at M <= 160 LAPACK's time grows nearer M^2: the fit sets the M^3 part to 0), and per
+# (h, s, a, feature) the Q table's products
 LINEAR_ROW = (9.24e-6, 6.97e-9, 0.0, 2.45e-9)
 # learn_brlsvi's statistics from the resampled counts, per H*S*A: the Gram matrices (x M^2), the
 # next-state sums (x S*M) and the next-state count tables (x S)

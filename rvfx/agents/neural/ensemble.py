@@ -114,14 +114,13 @@ class DQNParams(EnsembleParams):
 # rvfx's and bsuite's environment) and the cartpole (50-50, one layer, linear, DQN; sgd_period 1 and 4)
 # at the sweeps' load, two processes on two cores, with the fast extra (benchmarks/fit_speeds.py: the
 # constants minimising the summed model/measured that charge no case less than it measured, a linear
-# program): per environment step the acting, the environment and the enqueue;
-# per SGD step and member at batch 128 a part per unit (bias, ReLU and Adam passes) and per multiply-add
-# of the layers. A keyed input is charged per distinct input of the batch (as many as B uniform draws
-# from its inputs give, on average), its first layer multiplies its block only (one-hot: a row gather;
-# the linear basis: its row's 2M features), and the linear basis adds per member and distinct row (block)
-# of the batch its small product, cached targets and gathered rows' Adam; a double-Q target adds its
-# extra forward pass. An SGD step also pays
-# a part that does not grow with K (its Python calls: most of DQN's step)
+# program): per environment step the acting, the environment and the enqueue; per SGD step and member
+# at batch 128 a part per unit (bias, ReLU and Adam passes) and per multiply-add of the layers. A keyed
+# input is charged per distinct input of the batch (as many as B uniform draws from its inputs give, on
+# average), its first layer multiplies its block only (one-hot: a row gather; the linear basis: its
+# row's 2M features), and the linear basis adds per member and distinct row (block) of the batch its
+# small product, cached targets and gathered rows' Adam; a double-Q target adds its extra forward pass.
+# An SGD step also pays a part that does not grow with K (its Python calls: most of DQN's step)
 NETWORK_STEP = (1.32e-5, 3.28e-7, 1.27e-8)
 KEYED_MEMBER = {"one-hot": 0.0, "block": 2.35e-6}
 DOUBLE_Q = 1.3
@@ -178,8 +177,8 @@ def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> Ru
     # features), so the first layer multiplies that block's rows only
     width = (2 * p.M if "M" in z else 1) if keyed else layers[0][0]
     macs = sum(i * o for i, o in layers) - (layers[0][0] - width) * layers[0][1]
-    member = distinct(B, z["keys"]) / 128 * (unit * sum(o for _, o in layers) + mac * macs) if keyed else \
-        B / 128 * (unit * sum(o for _, o in layers) + mac * macs)
+    passes = distinct(B, z["keys"]) if keyed else B      # keyed inputs: one pass per distinct input
+    member = passes / 128 * (unit * sum(o for _, o in layers) + mac * macs)
     if keyed:      # the linear basis: one product per distinct row (block) of the batch; one-hot: none
         member += KEYED_MEMBER["block"] * distinct(B, z["H"]) if "M" in z else KEYED_MEMBER["one-hot"]
     step = K * member * (DOUBLE_Q if p.td_target == "double" else 1.0) + SGD_FIXED
