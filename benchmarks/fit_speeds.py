@@ -235,5 +235,6 @@ def main() -> None:
         for c, m, r0, r1 in zip(fam, meas, before[idx], after):
             print(f"    {c.label:40s} {1e3 * m:9.3f} ms/episode   {r0:5.2f} -> {r1:5.2f}")
 
+
 if __name__ == "__main__":
     main()
