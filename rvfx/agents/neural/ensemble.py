@@ -134,7 +134,7 @@ def network_sizes(p: EnsembleParams, z: dict) -> dict:
     return {}
 
 
-def distinct(draws: int, n: int) -> float:
+def expected_distinct(draws: int, n: int) -> float:
     """The expected number of distinct values among `draws` uniform draws from n (a minibatch's distinct
     inputs or rows)."""
     return n * -math.expm1(draws * math.log1p(-1 / n)) if n > 1 else float(min(n, draws))
@@ -167,7 +167,7 @@ def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> Ru
         parts.append(Part("the linear basis input", 4 * 3 * z["inputs"] * z["S"], "agent.M"))
     parts.append(Part("building the networks (float64 draws, the prior over every input)", temporary,
                       net_key, temporary=True))
-    rows = min(B, z["keys"]) if keyed else B     # keyed inputs: one pass per distinct state of the batch
+    rows = min(B, z["keys"]) if keyed else B     # memory: at most one pass per distinct input of the batch
     # per unit and row about three float32s: the online pass's activation and ReLU' (a byte with the
     # fast extra's passes), the target pass's activation (its ReLU' is not kept), the backward reusing them
     sgd = 4 * 3 * rows * K * (sum(hidden) + A) + 4 * 8 * B * K + (4 * B * rows * A if keyed else 0)
@@ -177,10 +177,10 @@ def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> Ru
     # features), so the first layer multiplies that block's rows only
     width = (2 * p.M if "M" in z else 1) if keyed else layers[0][0]
     macs = sum(i * o for i, o in layers) - (layers[0][0] - width) * layers[0][1]
-    passes = distinct(B, z["keys"]) if keyed else B      # keyed inputs: one pass per distinct input
+    passes = expected_distinct(B, z["keys"]) if keyed else B      # keyed inputs: one pass per distinct input
     member = passes / 128 * (unit * sum(o for _, o in layers) + mac * macs)
     if keyed:      # the linear basis: one product per distinct row (block) of the batch; one-hot: none
-        member += KEYED_MEMBER["block"] * distinct(B, z["H"]) if "M" in z else KEYED_MEMBER["one-hot"]
+        member += KEYED_MEMBER["block"] * expected_distinct(B, z["H"]) if "M" in z else KEYED_MEMBER["one-hot"]
     step = K * member * (DOUBLE_Q if p.td_target == "double" else 1.0) + SGD_FIXED
     return RunCost(parts=tuple(parts), per_step=(act + p.sgd_steps_per_step / p.sgd_period * step,))
 
