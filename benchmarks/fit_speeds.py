@@ -62,18 +62,19 @@ class Case:
 
 
 def spec_case(family, spec, label, warmup, episodes, where="native", **want) -> Case:
-    """The run of `spec` with agent `label` and these env/agent values (the first seed)."""
+    """The run of `spec` with agent `label` and these env/agent values (the first seed); a bsuite run
+    `where`="native" on rvfx's DeepSea of the size bsuite's id has."""
     exp = load_spec(str(CONFIGS / f"{spec}.yaml"), "paper", allow_long=True)
     run = next(r for r in exp.runs if r.agent == label
                and all({**r.env_params, **r.agent_params}.get(k) == v for k, v in want.items()))
     params = AGENTS[run.algorithm].params(**run.agent_params)
-    if where == "native":      # bsuite's deep_sea/<k> is rvfx's DeepSea of size 10 + 2k
-        size = 10 + 2 * int(run.env_params["id"].split("/")[1]) if run.env == "bsuite" else run.env_params["size"]
-        return Case(family, f"{label} {where} N={size}" + (f" M={want['M']}" if "M" in want else ""),
-                    run.algorithm, params, "deep_sea", DeepSeaParams(size=size) if run.env == "bsuite"
-                    else ENVS[run.env][1](**run.env_params), warmup, episodes, run)
-    return Case(family, f"{label} {where} {run.env_params['id']}", run.algorithm, params, run.env,
-                ENVS[run.env][1](**run.env_params), warmup, episodes, run)
+    env_params = ENVS[run.env][1](**run.env_params)
+    if run.env == "bsuite" and where == "native":
+        env, env_params = "deep_sea", DeepSeaParams(size=env_params.run_sizes()["S"])
+    else:
+        env = run.env
+    name = " ".join([label, where if run.env == "bsuite" else "", *(f"{k}={v}" for k, v in want.items())])
+    return Case(family, " ".join(name.split()), run.algorithm, params, env, env_params, warmup, episodes, run)
 
 
 def bsuite_installed() -> bool:
