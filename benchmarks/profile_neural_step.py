@@ -5,6 +5,11 @@ Each part is timed by a wrapper around its call (thread CPU time, BLAS on one th
 steps after a warm-up; "rest" is the step's total less the parts. The wrappers cost ~0.3 us per call,
 which lands in the parts. The networks are bench_neural_step.py's.
 
+Then, per network, what the step's passes over memory (activations and weights larger than this core's
+L2 cache) cost the small calls between them: the time of a draw of B minibatch indices made right
+after a step (the code and data of NumPy's and Python's calls reloaded from L3 cache) against the
+same draw repeated at once, from a generator of its own (the agent's random stream is not touched).
+
 Run: .venv/bin/python benchmarks/profile_neural_step.py  (about a minute)
 """
 import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in the runs)
@@ -90,6 +95,21 @@ def profile(agent, steps: int = 500) -> dict:
     return out
 
 
+def cold_call(agent, steps: int = 500) -> tuple[float, float]:
+    """(us, us): a draw of B indices right after each SGD step, and the same draw again at once."""
+    rng, B, size = np.random.default_rng(0), agent.params.batch_size, agent.buffer.size
+    first = again = 0
+    with threadpool_limits(limits=1, user_api="blas"):
+        for _ in range(steps):
+            agent.sgd_step()
+            t0 = CLOCK()
+            rng.integers(0, size, B)
+            t1 = CLOCK()
+            rng.integers(0, size, B)
+            first, again = first + t1 - t0, again + CLOCK() - t1
+    return first / steps / 1e3, again / steps / 1e3
+
+
 def main() -> None:
     cases = [("cartpole 5-50-50-3 + prior, K=20", cartpole_agent(EnsembleParams(K=20, hidden1=50, hidden2=50))),
              ("deep sea N=25 one-hot, K=20", deep_sea_agent()),
@@ -100,6 +120,9 @@ def main() -> None:
         print(f"  {label} (kernels: {fused.backend}), us per SGD step:")
         for k, v in sorted(res.items(), key=lambda kv: -kv[1]):
             print(f"    {v:8.1f}  {k}")
+        cold, warm = cold_call(agent)
+        print(f"    a draw of B minibatch indices right after a step {cold:.1f} us, the same draw again at once "
+              f"{warm:.1f} us")
 
 
 if __name__ == "__main__":
