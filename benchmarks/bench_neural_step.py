@@ -32,7 +32,7 @@ import numpy as np
 from matmul_floor import describe, step_vs_floor
 from threadpoolctl import threadpool_limits
 
-from rvfx.agents.neural import fused
+from rvfx.agents.neural import compiled_step, fused
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, EnsembleRLSVI, make_ensemble_agent
 from rvfx.agents.neural.representations import representation_for
 from rvfx.core.live import episode, live
@@ -105,7 +105,8 @@ def main() -> None:
     for label, agent, peer in cases:
         for backend in BACKENDS:
             fused.use(backend)
-            print(describe(f"{label}; {backend} passes", step_vs_floor(agent)))
+            how = "the step compiled whole" if compiled_step.applies(agent) else f"{backend} passes"
+            print(describe(f"{label}; {how}", step_vs_floor(agent)))
         if peer is not None:
             print(peer_line(agent, *peer))
     if not fused.available():

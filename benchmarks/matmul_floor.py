@@ -18,7 +18,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from rvfx.agents.neural import ensemble, mlp
+from rvfx.agents.neural import compiled_step, ensemble, mlp
 from rvfx.agents.neural.sparse import SparseRows
 
 
@@ -56,6 +56,7 @@ def record_products(agent, steps: int, sparse: list | None = None) -> list[list[
                 sparse[-1].append(("scatter", p.shape, g.rows.shape[0], p.dtype))
         return step(params, grads)
 
+    enabled, compiled_step.enabled = compiled_step.enabled, False    # its products are td_step's, unseen here
     try:
         for m in modules:
             m.np = _Recorder(log, sparse)
@@ -65,6 +66,7 @@ def record_products(agent, steps: int, sparse: list | None = None) -> list[list[
             sparse.append([])
             clone.sgd_step()
     finally:
+        compiled_step.enabled = enabled
         for m, s in zip(modules, saved):
             m.np = s
     return log

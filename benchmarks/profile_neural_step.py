@@ -3,7 +3,8 @@ minibatch, and the rest (Python and small NumPy calls), per network, in thread C
 
 Each part is timed by a wrapper around its call (thread CPU time, BLAS on one thread), over `steps`
 steps after a warm-up; "rest" is the step's total less the parts. The wrappers cost ~0.3 us per call,
-which lands in the parts. The networks are bench_neural_step.py's.
+which lands in the parts. The networks are bench_neural_step.py's. Where the step runs compiled whole
+(dense inputs with the fast extra: `rvfx.agents.neural.compiled_step`), its parts are one call, one line.
 
 Then, per network, what the step's passes over memory (activations and weights larger than this core's
 L2 cache) cost the small calls between them: the time of a draw of B minibatch indices made right
@@ -21,7 +22,7 @@ import numpy as np
 from bench_neural_step import cartpole_agent, deep_sea_agent
 from threadpoolctl import threadpool_limits
 
-from rvfx.agents.neural import ensemble, fused, mlp, optimisers, sparse
+from rvfx.agents.neural import compiled_step, ensemble, fused, mlp, optimisers, sparse
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams
 
 CLOCK = time.thread_time_ns
@@ -70,7 +71,9 @@ def profile(agent, steps: int = 500) -> dict:
     for name in ("bias_relu", "relu", "relu_grad_sum", "adam", "adam_rows", "bootstrap", "td"):
         if hasattr(fused, name):
             patches.append((fused, name, _timed(acc, f"fused.{name}", getattr(fused, name))))
-    patches += [(mlp, "_sum_batch", _timed(acc, "output bias gradient (add.reduce)", mlp._sum_batch)),
+    whole = _timed(acc, "the step compiled whole (draw to Adam)", compiled_step.sgd_step)
+    patches += [(compiled_step, "sgd_step", whole),
+                (mlp, "_sum_batch", _timed(acc, "output bias gradient (add.reduce)", mlp._sum_batch)),
                 (optimisers.Adam, "step", _timed(acc, "Adam.step (all)", optimisers.Adam.step)),
                 (agent.buffer, "sample", _timed(acc, "buffer.sample", agent.buffer.sample)),
                 (ensemble, "value_gradient", _timed(acc, "repeated states' value gradient",

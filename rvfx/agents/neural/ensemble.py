@@ -22,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.neural import fused
+from rvfx.agents.neural import compiled_step, fused
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics
 from rvfx.agents.neural.ensemble_buffer import Batch, EnsembleBuffer, Mask
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
@@ -327,6 +327,21 @@ class EnsembleRLSVI:
 
     def sgd_step(self) -> float:
         """Algorithm 8 lines 1-4 for all K members at once; copies to the target every target_period."""
+        if compiled_step.applies(self):
+            loss = compiled_step.sgd_step(self)
+        else:
+            loss = self._td_step()
+        if not math.isfinite(loss):
+            self._diverged("SGD")
+        self.sgd_steps += 1
+        if self.sgd_steps % self.params.target_period == 0:
+            self.ensemble.sync_target()
+        if self.diagnostics is not None:
+            self.diagnostics.after_sgd_step(self.sgd_steps)
+        return loss
+
+    def _td_step(self) -> float:
+        """`td_step` on a minibatch of the buffer (repeated discrete states sharing their passes)."""
         batch = self.buffer.sample(self.params.batch_size)
         if self._discrete:                      # repeated states share their passes (exact)
             state, first, index = fused.distinct(batch.state)
@@ -337,17 +352,9 @@ class EnsembleRLSVI:
             batch = batch._replace(state=state, next_state=next_state, prior=prior, next_prior=next_prior,
                                    index=index, next_index=next_index)
         inputs = self.rep.inputs
-        loss = td_step(self.ensemble, self._tape,
+        return td_step(self.ensemble, self._tape,
                        batch._replace(state=inputs(batch.state), next_state=inputs(batch.next_state)),
                        double=self.params.td_target == "double")
-        if not math.isfinite(loss):
-            self._diverged("SGD")
-        self.sgd_steps += 1
-        if self.sgd_steps % self.params.target_period == 0:
-            self.ensemble.sync_target()
-        if self.diagnostics is not None:
-            self.diagnostics.after_sgd_step(self.sgd_steps)
-        return loss
 
     def run_tables(self) -> dict:
         """Extra per-run tables for the shard: diagnostics.csv when diagnostics are on."""

@@ -67,7 +67,7 @@ class Adam:
         self.v = [np.zeros_like(p) for p in params]      # v / (1 - b2)
         self.t = 0
 
-    def _constants(self, dtype, step: float, eps: float) -> tuple:
+    def constants(self, dtype, step: float, eps: float) -> tuple:
         """(b1, b2, step, eps, 1) as `fused.adam` reads them: b1 and step in the dtype, then float64,
         b2 and eps in the dtype (as `v *= b2`, `g += eps` read a Python float)."""
         t = np.dtype(dtype).type
@@ -83,21 +83,24 @@ class Adam:
         1995), without x86's slow path on the subnormal m~ that a weight whose gradient stays 0 reaches
         (b1^t; ~10% of them on cartpole, where it was 85% of Adam).
         """
-        c = self._constants(p.dtype, step, eps)
+        c = self.constants(p.dtype, step, eps)
         if p.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous:
             fused.adam(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), *c)
         else:                                           # strided views: the NumPy passes, in place
             fused.NUMPY["adam"](p, g, m, v, *c)
 
-    def step(self, params: list[np.ndarray], grads: list) -> None:
+    def advance(self) -> tuple[float, float]:
+        """Count a step and return its (step size, epsilon) for the unnormalised moments."""
         self.t += 1
         b1, b2 = self.b1, self.b2
         # theta -= lr m_hat / (sqrt(v_hat) + eps), m_hat = (1 - b1) m~ / c1, v_hat = (1 - b2) v~ / c2, is
         # theta -= step * m~ / (sqrt(v~) + eps * r), r = sqrt(c2 / (1 - b2)), step = lr (1 - b1) r / c1.
         c1, c2 = 1.0 - b1 ** self.t, 1.0 - b2 ** self.t
         r = math.sqrt(c2 / (1.0 - b2))
-        step = self.lr * (1.0 - b1) * r / c1
-        eps_scaled = self.eps * r
+        return self.lr * (1.0 - b1) * r / c1, self.eps * r
+
+    def step(self, params: list[np.ndarray], grads: list) -> None:
+        step, eps_scaled = self.advance()
         for p, g, m, v in zip(params, grads, self.m, self.v):
             if not isinstance(g, SparseRows):
                 self._update(p, g, m, v, step, eps_scaled)
@@ -105,7 +108,7 @@ class Adam:
             rows, gv = g.rows, g.values                   # m, v, theta of the rows seen only
             if rows.shape[0] == 0:
                 continue
-            c = self._constants(p.dtype, step, eps_scaled)
+            c = self.constants(p.dtype, step, eps_scaled)
             if p.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous:
                 n = p.shape[0]                            # one pass over the rows, in place
                 fused.adam_rows(p.reshape(n, -1), rows, gv.reshape(rows.shape[0], -1), m.reshape(n, -1),

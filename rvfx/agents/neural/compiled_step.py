@@ -1,0 +1,266 @@
+"""The SGD step of an ensemble on dense inputs (cartpole's observations) compiled whole: minibatch gather,
+target and online passes, TD errors and backward pass in one numba call (Algorithm 8, lines 1-4).
+
+The step's products are NumPy's own: its OpenBLAS's `cblas_sgemm`, called with the arguments NumPy's
+matmul gives it for the same operands (row-major, the same transposes and leading dimensions), so the
+step has the bits of `td_step` on the same minibatch; the element-wise work is `fused`'s kernels. What
+it saves is Python's calls between the passes, each of which pays for reloading its code and data from
+cache after passes over the step's activations (benchmarks/profile_neural_step.py).
+
+It is used where all of this holds, and `td_step` everywhere else: the fast extra's kernels are in use,
+NumPy's OpenBLAS exports a `cblas_sgemm` that gives `np.matmul`'s bits on the step's product shapes
+(checked once per shape set, on random operands), and the agent has a dense float32 input, no cached
+values and stored or no priors. Nothing is read from disk: numba compiles on first use.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+
+import numpy as np
+
+from rvfx.agents.neural import fused
+from rvfx.agents.neural.optimisers import Adam
+from rvfx.agents.neural.representations import DenseVector
+
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112      # CBLAS_ORDER, CBLAS_TRANSPOSE
+_kernel = None                                  # the compiled step once made, False where it cannot be
+_checked: dict = {}                             # product shapes -> the check's outcome
+enabled = True                                  # tests and benchmarks switch it off to compare
+
+
+def _numpy_sgemm():
+    """NumPy's OpenBLAS `cblas_sgemm` as a ctypes function (integers 64-bit where the library's are), or None."""
+    from threadpoolctl import threadpool_info
+    bundled = os.path.realpath(os.path.dirname(np.__file__)) + ".libs"        # NumPy's wheels' own libraries
+    for lib in threadpool_info():
+        path = lib.get("filepath", "")
+        if lib.get("internal_api") != "openblas" or os.path.dirname(os.path.realpath(path)) != bundled:
+            continue
+        handle = ctypes.CDLL(path)
+        for name, integer in (("scipy_cblas_sgemm64_", ctypes.c_int64), ("cblas_sgemm64_", ctypes.c_int64),
+                              ("scipy_cblas_sgemm", ctypes.c_int), ("cblas_sgemm", ctypes.c_int)):
+            address = ctypes.cast(getattr(handle, name, None), ctypes.c_void_p).value
+            if address:
+                enum, n, f, p = ctypes.c_int, integer, ctypes.c_float, ctypes.c_int64
+                return ctypes.CFUNCTYPE(None, enum, enum, enum, n, n, n, f, p, n, p, n, f, p, n)(address)
+    return None
+
+
+def _compile():
+    """The step's kernels (numba), or False without numba or NumPy's `cblas_sgemm`."""
+    if not fused.available():
+        return False
+    sgemm = _numpy_sgemm()
+    if sgemm is None:
+        return False
+    import numba
+    fused.use(fused.backend or "numba")
+    k = fused._compile() if fused._compiled is None else fused._compiled
+    bias_relu, relu, relu_grad_sum, bootstrap, td, adam = (k[n] for n in ("bias_relu", "relu", "relu_grad_sum",
+                                                                           "bootstrap", "td", "adam"))
+    jit = numba.njit(cache=False, nogil=True, error_model="numpy", fastmath=False)
+    one, zero = np.float32(1.0), np.float32(0.0)
+
+    @jit
+    def gemm(trans_a, trans_b, m, p, n, a, lda, b, ldb, c, ldc):
+        """Row-major c (m x p) = op(a) op(b) on addresses, as NumPy's matmul calls it."""
+        sgemm(ROW_MAJOR, TRANS if trans_a else NO_TRANS, TRANS if trans_b else NO_TRANS, m, p, n, one, a, lda,
+              b, ldb, zero, c, ldc)
+
+    @jit
+    def forward(flat, off, sizes, x, z, zoff, masks, moff, keep):
+        """`EnsembleMLP.forward` of the parameters in `flat` (layer l's weights at off[2l], bias at off[2l+1]):
+        layer l's (B, K, sizes[l+1]) activation at z[zoff[l]:], its ReLU' (keep) at masks[moff[l]:]."""
+        B, L, K = x.shape[0], sizes.shape[0] - 1, off.shape[1]
+        w = flat.ctypes.data
+        for l in range(L):
+            n_in, n_out = sizes[l], sizes[l + 1]
+            here = z.ctypes.data + 4 * zoff[l]
+            if l == 0:     # (B, in) @ (in, K * out): one product
+                gemm(False, False, B, K * n_out, n_in, x.ctypes.data, n_in, w + 4 * off[0, 0], K * n_out, here,
+                     K * n_out)
+            else:          # per member: (B, in) rows K * in apart @ (in, out)
+                before = z.ctypes.data + 4 * zoff[l - 1]
+                for k in range(K):
+                    gemm(False, False, B, n_out, n_in, before + 4 * k * n_in, K * n_in, w + 4 * off[2 * l, k],
+                         n_out, here + 4 * k * n_out, K * n_out)
+            act = z[zoff[l]:zoff[l] + B * K * n_out].reshape(B, K * n_out)
+            bias = flat[off[2 * l + 1, 0]:off[2 * l + 1, 0] + K * n_out]
+            if l == L - 1:
+                break                       # the output's bias: `values`
+            if keep:
+                bias_relu(act, bias, masks[moff[l]:moff[l] + B * K * n_out].reshape(B, K * n_out))
+            else:
+                relu(act, bias)
+
+    @jit
+    def values(flat, off, sizes, x, z, zoff, masks, moff, keep, prior, out):
+        """out <- Q = f(x) + prior (`PriorEnsemble.value`): out and prior (B, K, A) in memory, the prior
+        empty for none."""
+        forward(flat, off, sizes, x, z, zoff, masks, moff, keep)
+        L, K, B = sizes.shape[0] - 1, off.shape[1], x.shape[0]
+        A = sizes[L]
+        f = z[zoff[L - 1]:zoff[L - 1] + B * K * A].reshape(B, K, A)
+        bias = flat[off[2 * L - 1, 0]:off[2 * L - 1, 0] + K * A].reshape(K, A)
+        if prior.shape[0]:
+            for b in range(B):
+                for k in range(K):
+                    for a in range(A):
+                        out[b, k, a] = (f[b, k, a] + bias[k, a]) + prior[b, k, a]
+        else:
+            for b in range(B):
+                for k in range(K):
+                    for a in range(A):
+                        out[b, k, a] = f[b, k, a] + bias[k, a]
+
+    @jit
+    def step(rng, stored, idx, code, next_code, action, reward, noise, discount, mask, prior, next_prior,
+             flat, target, grad, off, sizes, double, x, xn, act, rew, disc, weight, pr, npr,
+             z, zoff, masks, moff, q_next, q_online, v_next, q, delta, g, dout, adam_on, m, v, constants):
+        """Draw and gather a minibatch (`EnsembleBuffer.sample`'s draw from `rng`, numba's Generator giving
+        NumPy's stream), then `td_step`'s passes: the gradient into `grad`, then Adam's step (adam_on)."""
+        idx[:] = rng.integers(0, stored, idx.shape[0])
+        B = idx.shape[0]
+        rows = pr.reshape(pr.shape[0], -1)
+        next_rows = npr.reshape(npr.shape[0], -1)
+        for i in range(B):                          # element loops: numba's row slices cost more here
+            j = idx[i]
+            for c in range(x.shape[1]):
+                x[i, c] = code[j, c]
+                xn[i, c] = next_code[j, c]
+            act[i] = action[j]
+            disc[i] = discount[j]
+            for r in range(rew.shape[0]):
+                rew[r, i] = reward[j] + noise[j, r] if noise.shape[0] else reward[j]
+            for k in range(weight.shape[1] if weight.shape[0] else 0):
+                weight[i, k] = mask[j, k]
+            for c in range(rows.shape[1] if rows.shape[0] else 0):
+                rows[i, c] = prior[j, c]
+                next_rows[i, c] = next_prior[j, c]
+        if double:
+            values(flat, off, sizes, xn, z, zoff, masks, moff, False, npr, q_online)
+        values(target, off, sizes, xn, z, zoff, masks, moff, False, npr, q_next)
+        bootstrap(q_next.transpose(1, 0, 2), q_online.transpose(1, 0, 2) if double else None, v_next)
+        values(flat, off, sizes, x, z, zoff, masks, moff, True, pr, q)
+        d = dout.transpose(1, 0, 2)
+        td(q.transpose(1, 0, 2), v_next, act, rew, disc, weight.T if weight.shape[0] else None, None, None,
+           np.float32(1.0 / B), delta, g, d)
+        backward(flat, grad, off, sizes, x, z, zoff, masks, moff, dout)
+        if adam_on:
+            b1w, b2, stepw, eps, unit = constants
+            adam(flat, grad, m, v, b1w, b2, stepw, eps, unit)
+
+    @jit
+    def backward(flat, grad, off, sizes, x, z, zoff, masks, moff, dout):
+        """`EnsembleMLP.backward` of the online pass just made, its gradient into `grad`: the output bias's
+        batch sum in sample order, then per layer the weight gradient, the input gradient over the layer's
+        input activation, ReLU' and its bias's sum."""
+        B, K, A = dout.shape
+        L, gw, pw = sizes.shape[0] - 1, grad.ctypes.data, flat.ctypes.data
+        rows = dout.reshape(B, K * A)
+        gb = grad[off[2 * L - 1, 0]:off[2 * L - 1, 0] + K * A]
+        gb[:] = rows[0]
+        for b in range(1, B):
+            for j in range(K * A):
+                gb[j] += rows[b, j]
+        d, n_out = dout.ctypes.data, A
+        for l in range(L - 1, 0, -1):
+            n_in = sizes[l]
+            inp = z.ctypes.data + 4 * zoff[l - 1]
+            for k in range(K):
+                gemm(True, False, n_in, n_out, B, inp + 4 * k * n_in, K * n_in, d + 4 * k * n_out, K * n_out,
+                     gw + 4 * off[2 * l, k], n_out)
+            for k in range(K):
+                gemm(False, True, B, n_in, n_out, d + 4 * k * n_out, K * n_out, pw + 4 * off[2 * l, k], n_out,
+                     inp + 4 * k * n_in, K * n_in)
+            relu_grad_sum(z[zoff[l - 1]:zoff[l - 1] + B * K * n_in].reshape(B, K * n_in),
+                          masks[moff[l - 1]:moff[l - 1] + B * K * n_in].reshape(B, K * n_in),
+                          grad[off[2 * l - 1, 0]:off[2 * l - 1, 0] + K * n_in])
+            d, n_out = inp, n_in
+        gemm(True, False, sizes[0], K * n_out, B, x.ctypes.data, sizes[0], d, K * n_out, gw + 4 * off[0, 0],
+             K * n_out)
+
+    return {"gemm": gemm, "step": step}
+
+
+def _kernels():
+    global _kernel
+    if _kernel is None:
+        _kernel = _compile()
+    return _kernel
+
+
+def _products_match(kernels, sizes: tuple, K: int, B: int) -> bool:
+    """The compiled products give np.matmul's bits on this network's shapes, each kind of the step's calls
+    (random operands, once per shapes): a check that the library found is the one NumPy multiplies with."""
+    key = (sizes, K, B)
+    if key not in _checked:
+        rng = np.random.default_rng(0)
+        ok = True
+        shapes = [(B, sizes[0], K * sizes[1], False, False), (sizes[0], B, K * sizes[1], True, False)]
+        shapes += [(B, i, o, False, False) for i, o in zip(sizes[1:-1], sizes[2:])]
+        shapes += [(i, B, o, True, False) for i, o in zip(sizes[1:-1], sizes[2:])]
+        shapes += [(B, o, i, False, True) for i, o in zip(sizes[1:-1], sizes[2:])]
+        for m, n, p, ta, tb in shapes:
+            a = rng.standard_normal((n, m) if ta else (m, n)).astype(np.float32)
+            b = rng.standard_normal((p, n) if tb else (n, p)).astype(np.float32)
+            c = np.empty((m, p), np.float32)
+            kernels["gemm"](ta, tb, m, p, n, a.ctypes.data, a.shape[1], b.ctypes.data, b.shape[1], c.ctypes.data, p)
+            ok &= np.matmul(a.T if ta else a, b.T if tb else b).tobytes() == c.tobytes()
+        _checked[key] = ok
+    return _checked[key]
+
+
+def applies(agent) -> bool:
+    """This agent's SGD step can run compiled: see the module's docstring."""
+    e, net = agent.ensemble, agent.net
+    if not enabled or fused.backend != "numba" or not isinstance(agent.rep, DenseVector) or net.sparse_input:
+        return False
+    if net.dtype != np.float32 or e.keyed or (e.prior_params is not None and agent.buffer.prior is None):
+        return False
+    kernels = _kernels()
+    return bool(kernels) and _products_match(kernels, tuple(net.sizes), agent.K, agent.params.batch_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(sizes: tuple, K: int, B: int) -> tuple[np.ndarray, np.ndarray]:
+    """(off, zoff): off[r, k] the element offset of member k's block of the r-th parameter (W_1, b_1, W_2, ...)
+    in the flat buffers; zoff[l] where layer l's (B, K, sizes[l + 1]) activation starts in the scratch."""
+    blocks = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        blocks += [n_in * n_out, n_out]
+    starts = np.concatenate(([0], np.cumsum(blocks[:-1]))) * K
+    off = starts[:, None] + np.array(blocks)[:, None] * np.arange(K)
+    zoff = np.concatenate(([0], np.cumsum([B * K * n for n in sizes[1:]])))
+    return off.astype(np.int64), zoff.astype(np.int64)
+
+
+def sgd_step(agent) -> float:
+    """`td_step` of `agent` on a minibatch of its buffer, compiled, then its optimiser's step; the mean loss."""
+    e, buf, tape, net, opt = agent.ensemble, agent.buffer, agent._tape, agent.net, agent.ensemble.opt
+    K, B, A, dt = agent.K, agent.params.batch_size, net.sizes[-1], np.float32
+    off, zoff = _layout(tuple(net.sizes), K, B)
+    kp = K if buf.prior is not None else 0
+    none = np.zeros((0, 0), dt)
+    priors = (buf.prior.reshape(len(buf.prior), -1), buf.next_prior.reshape(len(buf.prior), -1)) if kp else (none, none)
+    delta, g = tape.buf("delta", (K, B), dt), tape.buf("g", (K, B), dt)
+    adam_on = isinstance(opt, Adam)
+    constants = opt.constants(dt, *opt.advance()) if adam_on else (0.0, dt(0), 0.0, dt(0), 0.0)
+    _kernels()["step"](
+        buf.rng, buf.size, tape.buf("c_idx", (B,), np.int64), buf.code, buf.next_code, buf.action, buf.reward,
+        buf.noise if buf.noise is not None else none, buf.discount,
+        buf.mask if buf.mask is not None else none.astype(np.bool_), *priors,
+        e.flat, e.target_flat, e._flat_grad, off, np.array(net.sizes, np.int64), agent.params.td_target == "double",
+        tape.buf("c_x", (B, net.sizes[0]), dt), tape.buf("c_xn", (B, net.sizes[0]), dt),
+        tape.buf("c_act", (B,), np.intp), tape.buf("c_rew", (K if buf.noise is not None else 1, B), dt),
+        tape.buf("c_disc", (B,), dt), tape.buf("c_w", (B if buf.mask is not None else 0, K), np.bool_),
+        tape.buf("c_pr", (B if kp else 0, K, A), dt), tape.buf("c_npr", (B if kp else 0, K, A), dt),
+        tape.buf("c_z", (int(zoff[-1]),), dt), zoff, tape.buf("c_m", (int(zoff[-1]),), np.bool_), zoff,
+        tape.buf("c_qn", (B, K, A), dt), tape.buf("c_qo", (B, K, A), dt), tape.buf("v_next", (K, B), dt),
+        tape.buf("c_q", (B, K, A), dt), delta, g, tape.buf("c_dout", (B, K, A), dt),
+        adam_on, opt.m[0] if adam_on else e.flat, opt.v[0] if adam_on else e.flat, constants)
+    if not adam_on:
+        opt.step(e._opt_params(), [e._flat_grad])
+    return 0.5 * float(np.vdot(g, delta)) / (B * K)
