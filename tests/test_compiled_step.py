@@ -62,7 +62,8 @@ def test_the_compiled_step_gives_td_steps_bytes(switch, params):
 
 @numba_only
 def test_the_compiled_step_is_not_used_where_it_does_not_apply(switch):
-    """Keyed inputs (deep sea's pixels) and the NumPy passes keep `td_step`."""
+    """Keyed inputs (deep sea's pixels), a dimension of 1 (NumPy's matmul leaves gemm) and the NumPy passes
+    keep `td_step`."""
     switch(True)
     env = DeepSea(DeepSeaParams(size=6), np.random.default_rng(0))
     agent = make_ensemble_agent(EnsembleParams(K=3), env, np.random.default_rng(1))
@@ -70,5 +71,7 @@ def test_the_compiled_step_is_not_used_where_it_does_not_apply(switch):
     env = CartpoleSwingUp(CartpoleSwingUpParams(), np.random.default_rng(0))
     agent = make_ensemble_agent(EnsembleParams(K=3), env, np.random.default_rng(1))
     assert compiled_step.applies(agent)
+    for params in (EnsembleParams(K=3, hidden1=1), EnsembleParams(K=3, batch_size=1, min_replay=1)):
+        assert not compiled_step.applies(make_ensemble_agent(params, env, np.random.default_rng(1)))
     fused.use("numpy")
     assert not compiled_step.applies(agent)

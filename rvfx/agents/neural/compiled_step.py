@@ -10,7 +10,8 @@ cache after passes over the step's activations (benchmarks/profile_neural_step.p
 It is used where all of this holds, and `td_step` everywhere else: the fast extra's kernels are in use,
 NumPy's OpenBLAS exports a `cblas_sgemm` that gives `np.matmul`'s bits on the step's product shapes
 (checked once per shape set, on random operands), and the agent has a dense float32 input, no cached
-values and stored or no priors. Nothing is read from disk: numba compiles on first use.
+values, stored or no priors, and no dimension of 1 among its layers and batch (where NumPy's matmul
+calls gemv, a dot or its own loop instead of gemm). Nothing is read from disk: numba compiles on first use.
 """
 from __future__ import annotations
 
@@ -219,6 +220,8 @@ def applies(agent) -> bool:
     if not enabled or fused.backend != "numba" or not isinstance(agent.rep, DenseVector) or net.sparse_input:
         return False
     if net.dtype != np.float32 or e.keyed or (e.prior_params is not None and agent.buffer.prior is None):
+        return False
+    if min(net.sizes) < 2 or agent.params.batch_size < 2:     # NumPy's matmul takes other paths on a 1
         return False
     kernels = _kernels()
     return bool(kernels) and _products_match(kernels, tuple(net.sizes), agent.K, agent.params.batch_size)
