@@ -57,10 +57,8 @@ def _compile():
     if sgemm is None:
         return False
     import numba
-    fused.use(fused.backend or "numba")
-    k = fused._compile() if fused._compiled is None else fused._compiled
-    bias_relu, relu, relu_grad_sum, bootstrap, td, adam = (k[n] for n in ("bias_relu", "relu", "relu_grad_sum",
-                                                                           "bootstrap", "td", "adam"))
+    bias_relu, relu, relu_grad_sum = fused.bias_relu, fused.relu, fused.relu_grad_sum     # numba's (`applies`)
+    bootstrap, td, adam = fused.bootstrap, fused.td, fused.adam
     jit = numba.njit(cache=False, nogil=True, error_model="numpy", fastmath=False)
     one, zero = np.float32(1.0), np.float32(0.0)
 
@@ -217,7 +215,7 @@ def _products_match(kernels, sizes: tuple, K: int, B: int) -> bool:
 def applies(agent) -> bool:
     """This agent's SGD step can run compiled: see the module's docstring."""
     e, net = agent.ensemble, agent.net
-    if not enabled or fused.backend != "numba" or not isinstance(agent.rep, DenseVector) or net.sparse_input:
+    if not enabled or fused.current() != "numba" or not isinstance(agent.rep, DenseVector) or net.sparse_input:
         return False
     if net.dtype != np.float32 or e.keyed or (e.prior_params is not None and agent.buffer.prior is None):
         return False

@@ -268,12 +268,17 @@ def _bind() -> None:
     use(os.environ.get("RVFX_KERNELS") or ("numba" if available() else "numpy"))
 
 
+def current() -> str:
+    """The kernels in use, "numba" or "numpy" (bound here on first use)."""
+    if backend is None:
+        _bind()
+    return backend
+
+
 def mask_dtype(dtype) -> np.dtype:
     """How `bias_relu` keeps ReLU': bytes for the numba kernels (a quarter of the memory traffic), 0/1
     floats of `dtype` for the NumPy passes (whose products by them are plain float multiplies)."""
-    if backend is None:
-        _bind()
-    return np.dtype(np.bool_) if backend == "numba" else np.dtype(dtype)
+    return np.dtype(np.bool_) if current() == "numba" else np.dtype(dtype)
 
 
 def _bind_on_first_use(name: str):
