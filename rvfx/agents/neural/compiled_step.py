@@ -1,5 +1,5 @@
-"""The SGD step of an ensemble on dense inputs (cartpole's observations) compiled whole: minibatch gather,
-target and online passes, TD errors and backward pass in one numba call (Algorithm 8, lines 1-4).
+"""The SGD step of an ensemble on dense inputs (cartpole's observations) compiled whole: minibatch draw and
+gather, target and online passes, TD errors, backward pass and Adam in one numba call (Algorithm 8, lines 1-4).
 
 The step's products are NumPy's own: its OpenBLAS's `cblas_sgemm`, called with the arguments NumPy's
 matmul gives it for the same operands (row-major, the same transposes and leading dimensions), so the
@@ -69,9 +69,9 @@ def _compile():
               b, ldb, zero, c, ldc)
 
     @jit
-    def forward(flat, off, sizes, x, z, zoff, masks, moff, keep):
+    def forward(flat, off, sizes, x, z, zoff, masks, keep):
         """`EnsembleMLP.forward` of the parameters in `flat` (layer l's weights at off[2l], bias at off[2l+1]):
-        layer l's (B, K, sizes[l+1]) activation at z[zoff[l]:], its ReLU' (keep) at masks[moff[l]:]."""
+        layer l's (B, K, sizes[l+1]) activation at z[zoff[l]:], its ReLU' (keep) at masks[zoff[l]:]."""
         B, L, K = x.shape[0], sizes.shape[0] - 1, off.shape[1]
         w = flat.ctypes.data
         for l in range(L):
@@ -90,15 +90,15 @@ def _compile():
             if l == L - 1:
                 break                       # the output's bias: `values`
             if keep:
-                bias_relu(act, bias, masks[moff[l]:moff[l] + B * K * n_out].reshape(B, K * n_out))
+                bias_relu(act, bias, masks[zoff[l]:zoff[l] + B * K * n_out].reshape(B, K * n_out))
             else:
                 relu(act, bias)
 
     @jit
-    def values(flat, off, sizes, x, z, zoff, masks, moff, keep, prior, out):
+    def values(flat, off, sizes, x, z, zoff, masks, keep, prior, out):
         """out <- Q = f(x) + prior (`PriorEnsemble.value`): out and prior (B, K, A) in memory, the prior
         empty for none."""
-        forward(flat, off, sizes, x, z, zoff, masks, moff, keep)
+        forward(flat, off, sizes, x, z, zoff, masks, keep)
         L, K, B = sizes.shape[0] - 1, off.shape[1], x.shape[0]
         A = sizes[L]
         f = z[zoff[L - 1]:zoff[L - 1] + B * K * A].reshape(B, K, A)
@@ -117,7 +117,7 @@ def _compile():
     @jit
     def step(rng, stored, idx, code, next_code, action, reward, noise, discount, mask, prior, next_prior,
              flat, target, grad, off, sizes, double, x, xn, act, rew, disc, weight, pr, npr,
-             z, zoff, masks, moff, q_next, q_online, v_next, q, delta, g, dout, adam_on, m, v, constants):
+             z, zoff, masks, q_next, q_online, v_next, q, delta, g, dout, adam_on, m, v, constants):
         """Draw and gather a minibatch (`EnsembleBuffer.sample`'s draw from `rng`, numba's Generator giving
         NumPy's stream), then `td_step`'s passes: the gradient into `grad`, then Adam's step (adam_on)."""
         idx[:] = rng.integers(0, stored, idx.shape[0])
@@ -139,20 +139,20 @@ def _compile():
                 rows[i, c] = prior[j, c]
                 next_rows[i, c] = next_prior[j, c]
         if double:
-            values(flat, off, sizes, xn, z, zoff, masks, moff, False, npr, q_online)
-        values(target, off, sizes, xn, z, zoff, masks, moff, False, npr, q_next)
+            values(flat, off, sizes, xn, z, zoff, masks, False, npr, q_online)
+        values(target, off, sizes, xn, z, zoff, masks, False, npr, q_next)
         bootstrap(q_next.transpose(1, 0, 2), q_online.transpose(1, 0, 2) if double else None, v_next)
-        values(flat, off, sizes, x, z, zoff, masks, moff, True, pr, q)
+        values(flat, off, sizes, x, z, zoff, masks, True, pr, q)
         d = dout.transpose(1, 0, 2)
         td(q.transpose(1, 0, 2), v_next, act, rew, disc, weight.T if weight.shape[0] else None, None, None,
            np.float32(1.0 / B), delta, g, d)
-        backward(flat, grad, off, sizes, x, z, zoff, masks, moff, dout)
+        backward(flat, grad, off, sizes, x, z, zoff, masks, dout)
         if adam_on:
             b1w, b2, stepw, eps, unit = constants
             adam(flat, grad, m, v, b1w, b2, stepw, eps, unit)
 
     @jit
-    def backward(flat, grad, off, sizes, x, z, zoff, masks, moff, dout):
+    def backward(flat, grad, off, sizes, x, z, zoff, masks, dout):
         """`EnsembleMLP.backward` of the online pass just made, its gradient into `grad`: the output bias's
         batch sum in sample order, then per layer the weight gradient, the input gradient over the layer's
         input activation, ReLU' and its bias's sum."""
@@ -175,7 +175,7 @@ def _compile():
                 gemm(False, True, B, n_in, n_out, d + 4 * k * n_out, K * n_out, pw + 4 * off[2 * l, k], n_out,
                      inp + 4 * k * n_in, K * n_in)
             relu_grad_sum(z[zoff[l - 1]:zoff[l - 1] + B * K * n_in].reshape(B, K * n_in),
-                          masks[moff[l - 1]:moff[l - 1] + B * K * n_in].reshape(B, K * n_in),
+                          masks[zoff[l - 1]:zoff[l - 1] + B * K * n_in].reshape(B, K * n_in),
                           grad[off[2 * l - 1, 0]:off[2 * l - 1, 0] + K * n_in])
             d, n_out = inp, n_in
         gemm(True, False, sizes[0], K * n_out, B, x.ctypes.data, sizes[0], d, K * n_out, gw + 4 * off[0, 0],
@@ -185,6 +185,7 @@ def _compile():
 
 
 def _kernels():
+    """The compiled step's kernels, made on first use (False where they cannot be)."""
     global _kernel
     if _kernel is None:
         _kernel = _compile()
@@ -258,7 +259,7 @@ def sgd_step(agent) -> float:
         tape.buf("c_act", (B,), np.intp), tape.buf("c_rew", (K if buf.noise is not None else 1, B), dt),
         tape.buf("c_disc", (B,), dt), tape.buf("c_w", (B if buf.mask is not None else 0, K), np.bool_),
         tape.buf("c_pr", (B if kp else 0, K, A), dt), tape.buf("c_npr", (B if kp else 0, K, A), dt),
-        tape.buf("c_z", (int(zoff[-1]),), dt), zoff, tape.buf("c_m", (int(zoff[-1]),), np.bool_), zoff,
+        tape.buf("c_z", (int(zoff[-1]),), dt), zoff, tape.buf("c_m", (int(zoff[-1]),), np.bool_),
         tape.buf("c_qn", (B, K, A), dt), tape.buf("c_qo", (B, K, A), dt), tape.buf("v_next", (K, B), dt),
         tape.buf("c_q", (B, K, A), dt), delta, g, tape.buf("c_dout", (B, K, A), dt),
         adam_on, opt.m[0] if adam_on else e.flat, opt.v[0] if adam_on else e.flat, constants)
