@@ -1,4 +1,4 @@
-"""The SGD step compiled whole (rvfx.agents.neural.compiled_step) gives `td_step`'s bytes on dense inputs."""
+"""The SGD step compiled whole (rvfx.agents.neural.compiled_step) gives `td_step`'s bytes."""
 import hashlib
 
 import numpy as np
@@ -60,14 +60,51 @@ def test_the_compiled_step_gives_td_steps_bytes(switch, params):
     assert compiled[:4] == reference[:4]
 
 
+def deep_sea_run(params, size: int, episodes: int):
+    """(state hash, generator state, logged rows, SGD steps, steps handed back to `td_step`) on deep sea."""
+    env = DeepSea(DeepSeaParams(size=size), np.random.default_rng(1))
+    agent = make_ensemble_agent(params, env, np.random.default_rng(3))
+    handed_back = []
+    td_step = agent._td_step
+    agent._td_step = lambda idx=None: handed_back.append(idx is not None) or td_step(idx)
+    log = live(agent, env, episodes, log_every="all")
+    e, h = agent.ensemble, hashlib.sha256()
+    for x in [e.flat, e.target_flat, e.params[0], e.target_params[0], *e.opt.m, *e.opt.v, e._target_cache,
+              e._target_valid, e._dirty]:
+        h.update(np.ascontiguousarray(x).tobytes())
+    return h.hexdigest(), str(agent.rng.bit_generator.state), str(log), agent.sgd_steps, sum(handed_back)
+
+
+@numba_only
+@pytest.mark.parametrize("params, size", [
+    (EnsembleParams(K=20), 12),
+    (EnsembleParams(K=3, mask="gaussian", prior_scale=0.0, min_replay=32, batch_size=32), 6),
+    (EnsembleParams(K=5, mask="none", hidden2=0), 10),
+], ids=["K20", "gaussian-no-prior-small", "one-layer"])
+def test_the_compiled_step_on_one_hot_inputs_gives_td_steps_bytes(switch, params, size):
+    """Deep sea's pixels: weights, target, W_1's rows, Adam's moments, the cached target values, the changed-row
+    marks, the generator's state and every return equal; on the small sea some steps (a single fresh state)
+    go back to `td_step` on the same draw, and the runs still agree."""
+    switch(False)
+    reference = deep_sea_run(params, size, 40)
+    switch(True)
+    compiled = deep_sea_run(params, size, 40)
+    assert reference[3] > 200 and reference[4] == 0
+    assert compiled[:4] == reference[:4]
+    if size == 6:
+        assert 0 < compiled[4] < compiled[3] / 2
+
+
 @numba_only
 def test_the_compiled_step_is_not_used_where_it_does_not_apply(switch):
-    """Keyed inputs (deep sea's pixels), a dimension of 1 (NumPy's matmul leaves gemm) and the NumPy passes
-    keep `td_step`."""
+    """The linear basis (block inputs), one-hot inputs with K = 1 or a double-Q target, a dimension of 1
+    (NumPy's matmul leaves gemm) and the NumPy passes keep `td_step`."""
     switch(True)
     env = DeepSea(DeepSeaParams(size=6), np.random.default_rng(0))
-    agent = make_ensemble_agent(EnsembleParams(K=3), env, np.random.default_rng(1))
-    assert not compiled_step.applies(agent)
+    assert compiled_step.applies(make_ensemble_agent(EnsembleParams(K=3), env, np.random.default_rng(1)))
+    for params in (EnsembleParams(K=3, representation="linear_basis"), DQNParams(),
+                   EnsembleParams(K=3, td_target="double")):
+        assert not compiled_step.applies(make_ensemble_agent(params, env, np.random.default_rng(1)))
     env = CartpoleSwingUp(CartpoleSwingUpParams(), np.random.default_rng(0))
     agent = make_ensemble_agent(EnsembleParams(K=3), env, np.random.default_rng(1))
     assert compiled_step.applies(agent)

@@ -58,7 +58,7 @@ def _compile():
         return False
     import numba
     bias_relu, relu, relu_grad_sum = fused.bias_relu, fused.relu, fused.relu_grad_sum     # numba's (`applies`)
-    bootstrap, td, adam = fused.bootstrap, fused.td, fused.adam
+    bootstrap, td, adam, distinct = fused.bootstrap, fused.td, fused.adam, fused.distinct
     jit = numba.njit(cache=False, nogil=True, error_model="numpy", fastmath=False)
     one, zero = np.float32(1.0), np.float32(0.0)
 
@@ -69,15 +69,21 @@ def _compile():
               b, ldb, zero, c, ldc)
 
     @jit
-    def forward(flat, off, sizes, x, z, zoff, masks, keep):
-        """`EnsembleMLP.forward` of the parameters in `flat` (layer l's weights at off[2l], bias at off[2l+1]):
-        layer l's (B, K, sizes[l+1]) activation at z[zoff[l]:], its ReLU' (keep) at masks[zoff[l]:]."""
-        B, L, K = x.shape[0], sizes.shape[0] - 1, off.shape[1]
+    def forward(flat, off, sizes, x, w1, keys, z, zoff, masks, keep):
+        """`EnsembleMLP.forward` of the parameters in `flat` (the r-th parameter's member k at off[r, k]) on
+        the rows of x (B, in) (dense: one product) or on the one-hot inputs `keys` (W_1's rows w1[keys], as
+        `np.take`): layer l's (rows, K, sizes[l+1]) activation at z[zoff[l]:], its ReLU' (keep) at masks[zoff[l]:]."""
+        B = keys.shape[0] if w1.shape[0] else x.shape[0]
+        L, K = sizes.shape[0] - 1, off.shape[1]
         w = flat.ctypes.data
         for l in range(L):
             n_in, n_out = sizes[l], sizes[l + 1]
             here = z.ctypes.data + 4 * zoff[l]
-            if l == 0:     # (B, in) @ (in, K * out): one product
+            act = z[zoff[l]:zoff[l] + B * K * n_out].reshape(B, K * n_out)
+            if l == 0 and w1.shape[0]:
+                for i in range(B):
+                    act[i] = w1[keys[i]]
+            elif l == 0:   # (B, in) @ (in, K * out): one product
                 gemm(False, False, B, K * n_out, n_in, x.ctypes.data, n_in, w + 4 * off[0, 0], K * n_out, here,
                      K * n_out)
             else:          # per member: (B, in) rows K * in apart @ (in, out)
@@ -85,7 +91,6 @@ def _compile():
                 for k in range(K):
                     gemm(False, False, B, n_out, n_in, before + 4 * k * n_in, K * n_in, w + 4 * off[2 * l, k],
                          n_out, here + 4 * k * n_out, K * n_out)
-            act = z[zoff[l]:zoff[l] + B * K * n_out].reshape(B, K * n_out)
             bias = flat[off[2 * l + 1, 0]:off[2 * l + 1, 0] + K * n_out]
             if l == L - 1:
                 break                       # the output's bias: `values`
@@ -95,11 +100,11 @@ def _compile():
                 relu(act, bias)
 
     @jit
-    def values(flat, off, sizes, x, z, zoff, masks, keep, prior, out):
-        """out <- Q = f(x) + prior (`PriorEnsemble.value`): out and prior (B, K, A) in memory, the prior
+    def values(flat, off, sizes, x, w1, keys, z, zoff, masks, keep, prior, out):
+        """out <- Q = f(x) + prior (`PriorEnsemble.value`): out and prior (rows, K, A) in memory, the prior
         empty for none."""
-        forward(flat, off, sizes, x, z, zoff, masks, keep)
-        L, K, B = sizes.shape[0] - 1, off.shape[1], x.shape[0]
+        forward(flat, off, sizes, x, w1, keys, z, zoff, masks, keep)
+        L, K, B = sizes.shape[0] - 1, off.shape[1], keys.shape[0] if w1.shape[0] else x.shape[0]
         A = sizes[L]
         f = z[zoff[L - 1]:zoff[L - 1] + B * K * A].reshape(B, K, A)
         bias = flat[off[2 * L - 1, 0]:off[2 * L - 1, 0] + K * A].reshape(K, A)
@@ -138,11 +143,12 @@ def _compile():
             for c in range(rows.shape[1] if rows.shape[0] else 0):
                 rows[i, c] = prior[j, c]
                 next_rows[i, c] = next_prior[j, c]
+        w1, keys = np.zeros((0, 0), np.float32), np.zeros(0, np.int32)       # dense: no row gather
         if double:
-            values(flat, off, sizes, xn, z, zoff, masks, False, npr, q_online)
-        values(target, off, sizes, xn, z, zoff, masks, False, npr, q_next)
+            values(flat, off, sizes, xn, w1, keys, z, zoff, masks, False, npr, q_online)
+        values(target, off, sizes, xn, w1, keys, z, zoff, masks, False, npr, q_next)
         bootstrap(q_next.transpose(1, 0, 2), q_online.transpose(1, 0, 2) if double else None, v_next)
-        values(flat, off, sizes, x, z, zoff, masks, True, pr, q)
+        values(flat, off, sizes, x, w1, keys, z, zoff, masks, True, pr, q)
         d = dout.transpose(1, 0, 2)
         td(q.transpose(1, 0, 2), v_next, act, rew, disc, weight.T if weight.shape[0] else None, None, None,
            np.float32(1.0 / B), delta, g, d)
@@ -178,10 +184,86 @@ def _compile():
                           masks[zoff[l - 1]:zoff[l - 1] + B * K * n_in].reshape(B, K * n_in),
                           grad[off[2 * l - 1, 0]:off[2 * l - 1, 0] + K * n_in])
             d, n_out = inp, n_in
-        gemm(True, False, sizes[0], K * n_out, B, x.ctypes.data, sizes[0], d, K * n_out, gw + 4 * off[0, 0],
-             K * n_out)
+        if x.shape[0]:                              # dense: W_1's gradient, one product
+            gemm(True, False, sizes[0], K * n_out, B, x.ctypes.data, sizes[0], d, K * n_out, gw + 4 * off[0, 0],
+                 K * n_out)
 
-    return {"gemm": gemm, "step": step}
+    @jit
+    def keyed_step(rng, stored, idx, code, next_code, action, reward, noise, discount, mask, flat, target, grad,
+                   w1, w1_target, off, sizes, table, cache, valid, dirty, act, rew, disc, weight, pr, z, zoff,
+                   masks, q_next, v_next, q, delta, g, scaled, onehot, dsum, dout, m1, v1, m, v, constants):
+        """The same for one-hot inputs (deep sea's pixels; `EnsembleRLSVI._td_step` with `td_step`): repeated
+        states share their passes, target values are cached per state until the target's next copy, prior
+        values read from `table`, the first layer's gradient is its batch's rows, W_1's Adam step on those
+        rows only. False, with nothing changed but the draw in idx, where a pass would have one row (a
+        single distinct or fresh state: NumPy's matmul then leaves gemm); the caller runs `td_step` on idx."""
+        idx[:] = rng.integers(0, stored, idx.shape[0])
+        B, K, L = idx.shape[0], off.shape[1], sizes.shape[0] - 1
+        A = sizes[L]
+        states = np.empty(B, code.dtype)
+        nexts = np.empty(B, code.dtype)
+        for i in range(B):
+            j = idx[i]
+            states[i] = code[j]
+            nexts[i] = next_code[j]
+            act[i] = action[j]
+            disc[i] = discount[j]
+            for r in range(rew.shape[0]):
+                rew[r, i] = reward[j] + noise[j, r] if noise.shape[0] else reward[j]
+            for k in range(weight.shape[1] if weight.shape[0] else 0):
+                weight[i, k] = mask[j, k]
+        state, _, index = distinct(states)
+        nxt, _, next_index = distinct(nexts)
+        fresh = nxt[~valid[nxt]]
+        if state.shape[0] < 2 or fresh.shape[0] == 1:
+            return state, False
+        none = np.zeros((0, 0), np.float32)
+        if fresh.shape[0]:
+            F = fresh.shape[0]
+            if table.shape[0]:
+                for i in range(F):
+                    pr[i] = table[fresh[i]]
+            values(target, off, sizes, none, w1_target, fresh, z, zoff, masks, False, pr[:F] if table.shape[0]
+                   else pr[:0], q[:F])
+            for i in range(F):
+                cache[fresh[i]] = q[i]
+                valid[fresh[i]] = True
+        U, Un = state.shape[0], nxt.shape[0]
+        for i in range(Un):
+            q_next[i] = cache[nxt[i]]
+        bootstrap(q_next[:Un].transpose(1, 0, 2), None, v_next[:, :Un])
+        if table.shape[0]:
+            for i in range(U):
+                pr[i] = table[state[i]]
+        values(flat, off, sizes, none, w1, state, z, zoff, masks, True, pr[:U] if table.shape[0] else pr[:0], q[:U])
+        td(q[:U].transpose(1, 0, 2), v_next[:, :Un], act, rew, disc, weight.T if weight.shape[0] else None, index,
+           next_index, np.float32(1.0 / B), delta, g, None)
+        scale = np.float32(1.0 / B)
+        for k in range(K):                          # `td_step`: g * scale, then `value_gradient`'s product
+            for b in range(B):
+                scaled[k, b] = g[k, b] * scale
+        hot = onehot[:B * U * A].reshape(B, U * A)
+        hot[:] = 0.0
+        for b in range(B):
+            hot[b, index[b] * A + act[b]] = 1.0
+        gemm(True, True, U * A, K, B, hot.ctypes.data, U * A, scaled.ctypes.data, B, dsum.ctypes.data, K)
+        d = dout[:U * K * A].reshape(U, K, A)
+        sums = dsum[:U * A * K].reshape(U, A, K)
+        for u in range(U):
+            for k in range(K):
+                for a in range(A):
+                    d[u, k, a] = sums[u, a, k]
+        backward(flat, grad, off, sizes, none, z, zoff, masks, d)
+        b1w, b2, stepw, eps, unit = constants       # `Adam.step`: W_1's rows of the batch, then the rest
+        width = w1.shape[1]
+        rows = z[zoff[0]:zoff[0] + U * width].reshape(U, width)
+        for i in range(U):
+            dirty[state[i]] = True
+            adam(w1[state[i]], rows[i], m1[state[i]], v1[state[i]], b1w, b2, stepw, eps, unit)
+        adam(flat, grad, m, v, b1w, b2, stepw, eps, unit)
+        return state, True
+
+    return {"gemm": gemm, "step": step, "keyed_step": keyed_step}
 
 
 def _kernels():
@@ -216,31 +298,67 @@ def _products_match(kernels, sizes: tuple, K: int, B: int) -> bool:
 def applies(agent) -> bool:
     """This agent's SGD step can run compiled: see the module's docstring."""
     e, net = agent.ensemble, agent.net
-    if not enabled or fused.current() != "numba" or not isinstance(agent.rep, DenseVector) or net.sparse_input:
+    if not enabled or fused.current() != "numba" or net.dtype != np.float32:
         return False
-    if net.dtype != np.float32 or e.keyed or (e.prior_params is not None and agent.buffer.prior is None):
+    if min(net.sizes[1:]) < 2 or agent.params.batch_size < 2:     # NumPy's matmul takes other paths on a 1
         return False
-    if min(net.sizes) < 2 or agent.params.batch_size < 2:     # NumPy's matmul takes other paths on a 1
+    if net.index_input:           # one-hot pixels: their value gradient's product has K columns
+        if agent.K < 2 or agent.params.td_target != "max" or not isinstance(e.opt, Adam):
+            return False
+    elif not isinstance(agent.rep, DenseVector) or net.sparse_input or net.sizes[0] < 2 or e.keyed or (
+            e.prior_params is not None and agent.buffer.prior is None):
         return False
     kernels = _kernels()
     return bool(kernels) and _products_match(kernels, tuple(net.sizes), agent.K, agent.params.batch_size)
 
 
 @functools.lru_cache(maxsize=64)
-def _layout(sizes: tuple, K: int, B: int) -> tuple[np.ndarray, np.ndarray]:
+def _layout(sizes: tuple, K: int, B: int, sparse: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(off, zoff): off[r, k] the element offset of member k's block of the r-th parameter (W_1, b_1, W_2, ...)
-    in the flat buffers; zoff[l] where layer l's (B, K, sizes[l + 1]) activation starts in the scratch."""
+    in the flat buffers (which hold W_1 only for dense inputs); zoff[l] where layer l's (B, K, sizes[l + 1])
+    activation starts in the scratch."""
     blocks = []
     for n_in, n_out in zip(sizes[:-1], sizes[1:]):
         blocks += [n_in * n_out, n_out]
-    starts = np.concatenate(([0], np.cumsum(blocks[:-1]))) * K
+    starts = (np.concatenate(([0], np.cumsum(blocks[:-1]))) - (blocks[0] if sparse else 0)) * K
     off = starts[:, None] + np.array(blocks)[:, None] * np.arange(K)
     zoff = np.concatenate(([0], np.cumsum([B * K * n for n in sizes[1:]])))
     return off.astype(np.int64), zoff.astype(np.int64)
 
 
+def keyed_sgd_step(agent) -> float:
+    """`sgd_step` for one-hot inputs: compiled, or `td_step` on the same draw where the kernel declines it."""
+    e, buf, tape, net, opt = agent.ensemble, agent.buffer, agent._tape, agent.net, agent.ensemble.opt
+    K, B, A, dt = agent.K, agent.params.batch_size, net.sizes[-1], np.float32
+    off, zoff = _layout(tuple(net.sizes), K, B, True)
+    none = np.zeros((0, 0), dt)
+    delta, g = tape.buf("delta", (K, B), dt), tape.buf("g", (K, B), dt)
+    idx = tape.buf("c_idx", (B,), np.int64)
+    constants = opt.constants(dt, *opt.advance())
+    w1, w1_target, m1, v1 = (x.reshape(x.shape[0], -1) for x in (e.params[0], e.target_params[0], opt.m[0], opt.v[0]))
+    _, done = _kernels()["keyed_step"](
+        buf.rng, buf.size, idx, buf.code, buf.next_code, buf.action, buf.reward,
+        buf.noise if buf.noise is not None else none, buf.discount,
+        buf.mask if buf.mask is not None else none.astype(np.bool_), e.flat, e.target_flat, e._flat_grad,
+        w1, w1_target, off, np.array(net.sizes, np.int64),
+        e.prior_table if e.prior_table is not None else np.zeros((0, K, A), dt), e._target_cache, e._target_valid,
+        e._dirty, tape.buf("c_act", (B,), np.intp), tape.buf("c_rew", (K if buf.noise is not None else 1, B), dt),
+        tape.buf("c_disc", (B,), dt), tape.buf("c_w", (B if buf.mask is not None else 0, K), np.bool_),
+        tape.buf("c_pr", (B, K, A), dt), tape.buf("c_z", (int(zoff[-1]),), dt), zoff,
+        tape.buf("c_m", (int(zoff[-1]),), np.bool_), tape.buf("c_qn", (B, K, A), dt), tape.buf("v_next", (K, B), dt),
+        tape.buf("c_q", (B, K, A), dt), delta, g, tape.buf("c_g", (K, B), dt), tape.buf("c_hot", (B * B * A,), dt),
+        tape.buf("c_dsum", (B * A * K,), dt), tape.buf("c_dout", (B * K * A,), dt), m1, v1, opt.m[1], opt.v[1],
+        constants)
+    if not done:
+        opt.t -= 1                                  # `td_step`'s Adam counts this step
+        return agent._td_step(idx)
+    return 0.5 * float(np.vdot(g, delta)) / (B * K)
+
+
 def sgd_step(agent) -> float:
     """`td_step` of `agent` on a minibatch of its buffer, compiled, then its optimiser's step; the mean loss."""
+    if agent.net.index_input:
+        return keyed_sgd_step(agent)
     e, buf, tape, net, opt = agent.ensemble, agent.buffer, agent._tape, agent.net, agent.ensemble.opt
     K, B, A, dt = agent.K, agent.params.batch_size, net.sizes[-1], np.float32
     off, zoff = _layout(tuple(net.sizes), K, B)

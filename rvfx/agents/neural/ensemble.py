@@ -340,9 +340,10 @@ class EnsembleRLSVI:
             self.diagnostics.after_sgd_step(self.sgd_steps)
         return loss
 
-    def _td_step(self) -> float:
-        """`td_step` on a minibatch of the buffer (repeated discrete states sharing their passes)."""
-        batch = self.buffer.sample(self.params.batch_size)
+    def _td_step(self, idx: np.ndarray | None = None) -> float:
+        """`td_step` on a minibatch of the buffer, or on its transitions `idx` (repeated discrete states sharing
+        their passes)."""
+        batch = self.buffer.sample(self.params.batch_size, idx)
         if self._discrete:                      # repeated states share their passes (exact)
             state, first, index = fused.distinct(batch.state)
             next_state, next_first, next_index = fused.distinct(batch.next_state)

@@ -86,8 +86,9 @@ class EnsembleBuffer:
         self._next = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
-    def sample(self, batch_size: int) -> Batch:
-        idx = self.rng.integers(0, self.size, batch_size)
+    def sample(self, batch_size: int, idx: np.ndarray | None = None) -> Batch:
+        """B uniform draws with replacement, or the transitions `idx` already drawn."""
+        idx = self.rng.integers(0, self.size, batch_size) if idx is None else idx
         reward = self.reward[idx]
         weight = None
         if self.mask is not None:
