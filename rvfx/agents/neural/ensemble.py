@@ -343,7 +343,8 @@ class EnsembleRLSVI:
     def _td_step(self, idx: np.ndarray | None = None) -> float:
         """`td_step` on a minibatch of the buffer, or on its transitions `idx` (repeated discrete states sharing
         their passes)."""
-        batch = self.buffer.sample(self.params.batch_size, idx)
+        B = self.params.batch_size
+        batch = self.buffer.sample(B) if idx is None else self.buffer.sample(B, idx)
         if self._discrete:                      # repeated states share their passes (exact)
             state, first, index = fused.distinct(batch.state)
             next_state, next_first, next_index = fused.distinct(batch.next_state)
