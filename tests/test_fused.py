@@ -184,3 +184,17 @@ def test_sgd_steps_are_byte_identical_with_either_kernels():
     finally:
         if was is not None:
             fused.use(was)
+
+
+@numba_only
+def test_copy_rows_copies_exactly_those_rows(kernels):
+    ref, fast = kernels
+    rng = np.random.default_rng(3)
+    src, dst = hard(rng, (40, 30)), hard(rng, (40, 30))
+    rows = np.sort(rng.choice(40, 11, replace=False))
+    a, b = dst.copy(), dst.copy()
+    ref["copy_rows"](a, src, rows)
+    fast["copy_rows"](b, src, rows)
+    assert a.tobytes() == b.tobytes()
+    untouched = np.setdiff1d(np.arange(40), rows)
+    assert b[rows].tobytes() == src[rows].tobytes() and b[untouched].tobytes() == dst[untouched].tobytes()

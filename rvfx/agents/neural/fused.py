@@ -1,7 +1,7 @@
 """Fused element-wise passes of the SGD step (Algorithm 8): each one loop over memory instead of a few
 NumPy passes, compiled by numba when it is installed, else the NumPy passes themselves. They are the
 hidden layers' bias and ReLU and its derivative, Adam, the TD errors and their value gradient (eq. 5.7),
-and the distinct states of a minibatch of discrete states.
+the distinct states of a minibatch of discrete states, and the target's copy of W_1's changed rows.
 
 Both do the same floating-point operations in the same order per element, so they give the same bits
 (tests/test_fused.py): no fastmath, no FMA contraction (numba's default), float64 where NumPy uses it.
@@ -98,6 +98,11 @@ def _distinct_numpy(codes):
     """np.unique(codes, return_index=True, return_inverse=True) of 1-d integer codes: the sorted distinct
     codes, each one's first sample, and each sample's rank among them (repeated states' shared passes)."""
     return np.unique(codes, return_index=True, return_inverse=True)
+
+
+def _copy_rows_numpy(dst, src, rows) -> None:
+    """dst[rows] <- src[rows] (the target network's changed rows of W_1)."""
+    dst[rows] = src[rows]
 
 
 def _adam_rows_numpy(p, rows, g, m, v, b1w, b2, stepw, eps, one) -> None:
@@ -234,13 +239,18 @@ def _compile() -> dict:
         for r in range(rows.shape[0]):
             adam(p[rows[r]], g[r], m[rows[r]], v[rows[r]], b1w, b2, stepw, eps, one)
 
+    @jit
+    def copy_rows(dst, src, rows):
+        for r in range(rows.shape[0]):             # in place, no gathered copy in between
+            dst[rows[r]] = src[rows[r]]
+
     return {"bias_relu": bias_relu, "relu": relu, "relu_grad_sum": relu_grad_sum, "adam": adam,
-            "adam_rows": adam_rows, "bootstrap": bootstrap, "td": td, "distinct": distinct}
+            "adam_rows": adam_rows, "bootstrap": bootstrap, "td": td, "distinct": distinct, "copy_rows": copy_rows}
 
 
 NUMPY = {"bias_relu": _bias_relu_numpy, "relu": _relu_numpy, "relu_grad_sum": _relu_grad_sum_numpy,
          "adam": _adam_numpy, "adam_rows": _adam_rows_numpy, "bootstrap": _bootstrap_numpy, "td": _td_numpy,
-         "distinct": _distinct_numpy}
+         "distinct": _distinct_numpy, "copy_rows": _copy_rows_numpy}
 
 
 def available() -> bool:
@@ -299,3 +309,4 @@ adam_rows = _bind_on_first_use("adam_rows")
 bootstrap = _bind_on_first_use("bootstrap")
 td = _bind_on_first_use("td")
 distinct = _bind_on_first_use("distinct")
+copy_rows = _bind_on_first_use("copy_rows")

@@ -147,5 +147,6 @@ class PriorEnsemble:
             self._target_valid[:] = False
         if self.sparse:
             rows = np.flatnonzero(self._dirty)
-            self.target_params[0][rows] = self.params[0][rows]
+            n = self._dirty.shape[0]
+            fused.copy_rows(self.target_params[0].reshape(n, -1), self.params[0].reshape(n, -1), rows)
             self._dirty[rows] = False
