@@ -1,5 +1,6 @@
-"""The SGD step of an ensemble on dense inputs (cartpole's observations) compiled whole: minibatch draw and
-gather, target and online passes, TD errors, backward pass and Adam in one numba call (Algorithm 8, lines 1-4).
+"""The SGD step of an ensemble compiled whole, on dense inputs (cartpole's observations) and on one-hot
+pixels (deep sea): minibatch draw and gather, target and online passes, TD errors, backward pass and Adam
+in one numba call (Algorithm 8, lines 1-4).
 
 The step's products are NumPy's own: its OpenBLAS's `cblas_sgemm`, called with the arguments NumPy's
 matmul gives it for the same operands (row-major, the same transposes and leading dimensions), so the
@@ -9,9 +10,10 @@ cache after passes over the step's activations (benchmarks/profile_neural_step.p
 
 It is used where all of this holds, and `td_step` everywhere else: the fast extra's kernels are in use,
 NumPy's OpenBLAS exports a `cblas_sgemm` that gives `np.matmul`'s bits on the step's product shapes
-(checked once per shape set, on random operands), and the agent has a dense float32 input, no cached
-values, stored or no priors, and no dimension of 1 among its layers and batch (where NumPy's matmul
-calls gemv, a dot or its own loop instead of gemm). Nothing is read from disk: numba compiles on first use.
+(checked once per shape set, on random operands), no dimension of 1 among the layers and batch (where
+NumPy's matmul calls gemv, a dot or its own loop instead of gemm), and the agent has a dense float32
+input with stored or no priors, or one-hot inputs with K >= 2 members, a max target and Adam. Nothing is
+read from disk: numba compiles on first use.
 """
 from __future__ import annotations
 
