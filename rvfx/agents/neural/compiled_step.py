@@ -122,12 +122,26 @@ def _compile():
                         out[b, k, a] = f[b, k, a] + bias[k, a]
 
     @jit
+    def draw(rng, stored, idx, action, reward, noise, discount, mask, act, rew, disc, weight):
+        """`EnsembleBuffer.sample`'s draw from `rng` (numba's Generator gives NumPy's stream) into idx, and the
+        minibatch's actions, rewards (plus each member's noise), discounts and bootstrap bits."""
+        idx[:] = rng.integers(0, stored, idx.shape[0])
+        for i in range(idx.shape[0]):
+            j = idx[i]
+            act[i] = action[j]
+            disc[i] = discount[j]
+            for r in range(rew.shape[0]):
+                rew[r, i] = reward[j] + noise[j, r] if noise.shape[0] else reward[j]
+            for k in range(weight.shape[1] if weight.shape[0] else 0):
+                weight[i, k] = mask[j, k]
+
+    @jit
     def step(rng, stored, idx, code, next_code, action, reward, noise, discount, mask, prior, next_prior,
              flat, target, grad, off, sizes, double, x, xn, act, rew, disc, weight, pr, npr,
              z, zoff, masks, q_next, q_online, v_next, q, delta, g, dout, adam_on, m, v, constants):
-        """Draw and gather a minibatch (`EnsembleBuffer.sample`'s draw from `rng`, numba's Generator giving
-        NumPy's stream), then `td_step`'s passes: the gradient into `grad`, then Adam's step (adam_on)."""
-        idx[:] = rng.integers(0, stored, idx.shape[0])
+        """Draw and gather a minibatch (`draw`), then `td_step`'s passes: the gradient into `grad`, then Adam's
+        step (adam_on)."""
+        draw(rng, stored, idx, action, reward, noise, discount, mask, act, rew, disc, weight)
         B = idx.shape[0]
         rows = pr.reshape(pr.shape[0], -1)
         next_rows = npr.reshape(npr.shape[0], -1)
@@ -136,12 +150,6 @@ def _compile():
             for c in range(x.shape[1]):
                 x[i, c] = code[j, c]
                 xn[i, c] = next_code[j, c]
-            act[i] = action[j]
-            disc[i] = discount[j]
-            for r in range(rew.shape[0]):
-                rew[r, i] = reward[j] + noise[j, r] if noise.shape[0] else reward[j]
-            for k in range(weight.shape[1] if weight.shape[0] else 0):
-                weight[i, k] = mask[j, k]
             for c in range(rows.shape[1] if rows.shape[0] else 0):
                 rows[i, c] = prior[j, c]
                 next_rows[i, c] = next_prior[j, c]
@@ -199,21 +207,10 @@ def _compile():
         values read from `table`, the first layer's gradient is its batch's rows, W_1's Adam step on those
         rows only. False, with nothing changed but the draw in idx, where a pass would have one row (a
         single distinct or fresh state: NumPy's matmul then leaves gemm); the caller runs `td_step` on idx."""
-        idx[:] = rng.integers(0, stored, idx.shape[0])
+        draw(rng, stored, idx, action, reward, noise, discount, mask, act, rew, disc, weight)
         B, K, L = idx.shape[0], off.shape[1], sizes.shape[0] - 1
         A = sizes[L]
-        states = np.empty(B, code.dtype)
-        nexts = np.empty(B, code.dtype)
-        for i in range(B):
-            j = idx[i]
-            states[i] = code[j]
-            nexts[i] = next_code[j]
-            act[i] = action[j]
-            disc[i] = discount[j]
-            for r in range(rew.shape[0]):
-                rew[r, i] = reward[j] + noise[j, r] if noise.shape[0] else reward[j]
-            for k in range(weight.shape[1] if weight.shape[0] else 0):
-                weight[i, k] = mask[j, k]
+        states, nexts = code[idx], next_code[idx]
         state, _, index = distinct(states)
         nxt, _, next_index = distinct(nexts)
         fresh = nxt[~valid[nxt]]
