@@ -74,7 +74,8 @@ def _compile():
     def forward(flat, off, sizes, x, w1, keys, z, zoff, masks, keep):
         """`EnsembleMLP.forward` of the parameters in `flat` (the r-th parameter's member k at off[r, k]) on
         the rows of x (B, in) (dense: one product) or on the one-hot inputs `keys` (W_1's rows w1[keys], as
-        `np.take`): layer l's (rows, K, sizes[l+1]) activation at z[zoff[l]:], its ReLU' (keep) at masks[zoff[l]:]."""
+        `np.take`): layer l's (rows, K, sizes[l+1]) activation at z[zoff[l]:], its ReLU' (keep) at masks[zoff[l]:].
+        Returns the number of rows."""
         B = keys.shape[0] if w1.shape[0] else x.shape[0]
         L, K = sizes.shape[0] - 1, off.shape[1]
         w = flat.ctypes.data
@@ -100,13 +101,14 @@ def _compile():
                 bias_relu(act, bias, masks[zoff[l]:zoff[l] + B * K * n_out].reshape(B, K * n_out))
             else:
                 relu(act, bias)
+        return B
 
     @jit
     def values(flat, off, sizes, x, w1, keys, z, zoff, masks, keep, prior, out):
         """out <- Q = f(x) + prior (`PriorEnsemble.value`): out and prior (rows, K, A) in memory, the prior
         empty for none."""
-        forward(flat, off, sizes, x, w1, keys, z, zoff, masks, keep)
-        L, K, B = sizes.shape[0] - 1, off.shape[1], keys.shape[0] if w1.shape[0] else x.shape[0]
+        B = forward(flat, off, sizes, x, w1, keys, z, zoff, masks, keep)
+        L, K = sizes.shape[0] - 1, off.shape[1]
         A = sizes[L]
         f = z[zoff[L - 1]:zoff[L - 1] + B * K * A].reshape(B, K, A)
         bias = flat[off[2 * L - 1, 0]:off[2 * L - 1, 0] + K * A].reshape(K, A)
@@ -215,7 +217,7 @@ def _compile():
         nxt, _, next_index = distinct(nexts)
         fresh = nxt[~valid[nxt]]
         if state.shape[0] < 2 or fresh.shape[0] == 1:
-            return state, False
+            return False
         none = np.zeros((0, 0), np.float32)
         if fresh.shape[0]:
             F = fresh.shape[0]
@@ -235,9 +237,9 @@ def _compile():
             for i in range(U):
                 pr[i] = table[state[i]]
         values(flat, off, sizes, none, w1, state, z, zoff, masks, True, pr[:U] if table.shape[0] else pr[:0], q[:U])
-        td(q[:U].transpose(1, 0, 2), v_next[:, :Un], act, rew, disc, weight.T if weight.shape[0] else None, index,
-           next_index, np.float32(1.0 / B), delta, g, None)
         scale = np.float32(1.0 / B)
+        td(q[:U].transpose(1, 0, 2), v_next[:, :Un], act, rew, disc, weight.T if weight.shape[0] else None, index,
+           next_index, scale, delta, g, None)
         for k in range(K):                          # `td_step`: g * scale, then `value_gradient`'s product
             for b in range(B):
                 scaled[k, b] = g[k, b] * scale
@@ -260,7 +262,7 @@ def _compile():
             dirty[state[i]] = True
             adam(w1[state[i]], rows[i], m1[state[i]], v1[state[i]], b1w, b2, stepw, eps, unit)
         adam(flat, grad, m, v, b1w, b2, stepw, eps, unit)
-        return state, True
+        return True
 
     return {"gemm": gemm, "step": step, "keyed_step": keyed_step}
 
@@ -273,17 +275,20 @@ def _kernels():
     return _kernel
 
 
-def _products_match(kernels, sizes: tuple, K: int, B: int) -> bool:
+def _products_match(kernels, sizes: tuple, K: int, B: int, one_hot: bool) -> bool:
     """The compiled products give np.matmul's bits on this network's shapes, each kind of the step's calls
     (random operands, once per shapes): a check that the library found is the one NumPy multiplies with."""
-    key = (sizes, K, B)
+    key = (sizes, K, B, one_hot)
     if key not in _checked:
         rng = np.random.default_rng(0)
         ok = True
-        shapes = [(B, sizes[0], K * sizes[1], False, False), (sizes[0], B, K * sizes[1], True, False)]
-        shapes += [(B, i, o, False, False) for i, o in zip(sizes[1:-1], sizes[2:])]
+        shapes = [(B, i, o, False, False) for i, o in zip(sizes[1:-1], sizes[2:])]
         shapes += [(i, B, o, True, False) for i, o in zip(sizes[1:-1], sizes[2:])]
         shapes += [(B, o, i, False, True) for i, o in zip(sizes[1:-1], sizes[2:])]
+        if one_hot:    # the value gradient's product (its rows: A per distinct state)
+            shapes += [(2 * sizes[-1], B, K, True, True)]
+        else:          # the first layer's product and its gradient
+            shapes += [(B, sizes[0], K * sizes[1], False, False), (sizes[0], B, K * sizes[1], True, False)]
         for m, n, p, ta, tb in shapes:
             a = rng.standard_normal((n, m) if ta else (m, n)).astype(np.float32)
             b = rng.standard_normal((p, n) if tb else (n, p)).astype(np.float32)
@@ -308,49 +313,62 @@ def applies(agent) -> bool:
             e.prior_params is not None and agent.buffer.prior is None):
         return False
     kernels = _kernels()
-    return bool(kernels) and _products_match(kernels, tuple(net.sizes), agent.K, agent.params.batch_size)
+    return bool(kernels) and _products_match(kernels, tuple(net.sizes), agent.K, agent.params.batch_size,
+                                             net.index_input)
 
 
 @functools.lru_cache(maxsize=64)
-def _layout(sizes: tuple, K: int, B: int, sparse: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(off, zoff): off[r, k] the element offset of member k's block of the r-th parameter (W_1, b_1, W_2, ...)
-    in the flat buffers (which hold W_1 only for dense inputs); zoff[l] where layer l's (B, K, sizes[l + 1])
-    activation starts in the scratch."""
+def _layout(sizes: tuple, K: int, B: int, sparse: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(off, zoff, sizes as an array): off[r, k] the element offset of member k's block of the r-th parameter
+    (W_1, b_1, W_2, ...) in the flat buffers (which hold W_1 only for dense inputs); zoff[l] where layer l's
+    (B, K, sizes[l + 1]) activation starts in the scratch."""
     blocks = []
     for n_in, n_out in zip(sizes[:-1], sizes[1:]):
         blocks += [n_in * n_out, n_out]
     starts = (np.concatenate(([0], np.cumsum(blocks[:-1]))) - (blocks[0] if sparse else 0)) * K
     off = starts[:, None] + np.array(blocks)[:, None] * np.arange(K)
     zoff = np.concatenate(([0], np.cumsum([B * K * n for n in sizes[1:]])))
-    return off.astype(np.int64), zoff.astype(np.int64)
+    return off.astype(np.int64), zoff.astype(np.int64), np.array(sizes, np.int64)
+
+
+def _draw_inputs(agent) -> tuple:
+    """`draw`'s inputs from the agent's buffer (empty arrays for a perturbation it does not keep), the
+    states' codes before the per-transition fields, as both kernels take them."""
+    buf, none = agent.buffer, np.zeros((0, 0), np.float32)
+    idx = agent._tape.buf("c_idx", (agent.params.batch_size,), np.int64)
+    return (buf.rng, buf.size, idx, buf.code, buf.next_code, buf.action, buf.reward,
+            buf.noise if buf.noise is not None else none, buf.discount,
+            buf.mask if buf.mask is not None else none.astype(np.bool_))
+
+
+def _draw_scratch(agent) -> tuple:
+    """`draw`'s outputs: the minibatch's actions, rewards (one row, or one per member with noise), discounts and
+    bootstrap bits (none without them)."""
+    buf, tape, K, B = agent.buffer, agent._tape, agent.K, agent.params.batch_size
+    return (tape.buf("c_act", (B,), np.intp), tape.buf("c_rew", (K if buf.noise is not None else 1, B), np.float32),
+            tape.buf("c_disc", (B,), np.float32), tape.buf("c_w", (B if buf.mask is not None else 0, K), np.bool_))
 
 
 def keyed_sgd_step(agent) -> float:
     """`sgd_step` for one-hot inputs: compiled, or `td_step` on the same draw where the kernel declines it."""
-    e, buf, tape, net, opt = agent.ensemble, agent.buffer, agent._tape, agent.net, agent.ensemble.opt
+    e, tape, net, opt = agent.ensemble, agent._tape, agent.net, agent.ensemble.opt
     K, B, A, dt = agent.K, agent.params.batch_size, net.sizes[-1], np.float32
-    off, zoff = _layout(tuple(net.sizes), K, B, True)
-    none = np.zeros((0, 0), dt)
+    off, zoff, sizes = _layout(tuple(net.sizes), K, B, True)
     delta, g = tape.buf("delta", (K, B), dt), tape.buf("g", (K, B), dt)
-    idx = tape.buf("c_idx", (B,), np.int64)
-    constants = opt.constants(dt, *opt.advance())
+    constants = opt.constants(dt, *opt.step_sizes(opt.t + 1))      # counted below if the kernel takes the step
     w1, w1_target, m1, v1 = (x.reshape(x.shape[0], -1) for x in (e.params[0], e.target_params[0], opt.m[0], opt.v[0]))
-    _, done = _kernels()["keyed_step"](
-        buf.rng, buf.size, idx, buf.code, buf.next_code, buf.action, buf.reward,
-        buf.noise if buf.noise is not None else none, buf.discount,
-        buf.mask if buf.mask is not None else none.astype(np.bool_), e.flat, e.target_flat, e._flat_grad,
-        w1, w1_target, off, np.array(net.sizes, np.int64),
+    drawn = _draw_inputs(agent)
+    done = _kernels()["keyed_step"](
+        *drawn, e.flat, e.target_flat, e._flat_grad, w1, w1_target, off, sizes,
         e.prior_table if e.prior_table is not None else np.zeros((0, K, A), dt), e._target_cache, e._target_valid,
-        e._dirty, tape.buf("c_act", (B,), np.intp), tape.buf("c_rew", (K if buf.noise is not None else 1, B), dt),
-        tape.buf("c_disc", (B,), dt), tape.buf("c_w", (B if buf.mask is not None else 0, K), np.bool_),
-        tape.buf("c_pr", (B, K, A), dt), tape.buf("c_z", (int(zoff[-1]),), dt), zoff,
+        e._dirty, *_draw_scratch(agent), tape.buf("c_pr", (B, K, A), dt), tape.buf("c_z", (int(zoff[-1]),), dt), zoff,
         tape.buf("c_m", (int(zoff[-1]),), np.bool_), tape.buf("c_qn", (B, K, A), dt), tape.buf("v_next", (K, B), dt),
         tape.buf("c_q", (B, K, A), dt), delta, g, tape.buf("c_g", (K, B), dt), tape.buf("c_hot", (B * B * A,), dt),
         tape.buf("c_dsum", (B * A * K,), dt), tape.buf("c_dout", (B * K * A,), dt), m1, v1, opt.m[1], opt.v[1],
         constants)
     if not done:
-        opt.t -= 1                                  # `td_step`'s Adam counts this step
-        return agent._td_step(idx)
+        return agent._td_step(drawn[2])             # the same draw, `td_step`'s own Adam step
+    opt.t += 1
     return 0.5 * float(np.vdot(g, delta)) / (B * K)
 
 
@@ -360,7 +378,7 @@ def sgd_step(agent) -> float:
         return keyed_sgd_step(agent)
     e, buf, tape, net, opt = agent.ensemble, agent.buffer, agent._tape, agent.net, agent.ensemble.opt
     K, B, A, dt = agent.K, agent.params.batch_size, net.sizes[-1], np.float32
-    off, zoff = _layout(tuple(net.sizes), K, B)
+    off, zoff, sizes = _layout(tuple(net.sizes), K, B)
     kp = K if buf.prior is not None else 0
     none = np.zeros((0, 0), dt)
     priors = (buf.prior.reshape(len(buf.prior), -1), buf.next_prior.reshape(len(buf.prior), -1)) if kp else (none, none)
@@ -368,14 +386,10 @@ def sgd_step(agent) -> float:
     adam_on = isinstance(opt, Adam)
     constants = opt.constants(dt, *opt.advance()) if adam_on else (0.0, dt(0), 0.0, dt(0), 0.0)
     _kernels()["step"](
-        buf.rng, buf.size, tape.buf("c_idx", (B,), np.int64), buf.code, buf.next_code, buf.action, buf.reward,
-        buf.noise if buf.noise is not None else none, buf.discount,
-        buf.mask if buf.mask is not None else none.astype(np.bool_), *priors,
-        e.flat, e.target_flat, e._flat_grad, off, np.array(net.sizes, np.int64), agent.params.td_target == "double",
-        tape.buf("c_x", (B, net.sizes[0]), dt), tape.buf("c_xn", (B, net.sizes[0]), dt),
-        tape.buf("c_act", (B,), np.intp), tape.buf("c_rew", (K if buf.noise is not None else 1, B), dt),
-        tape.buf("c_disc", (B,), dt), tape.buf("c_w", (B if buf.mask is not None else 0, K), np.bool_),
-        tape.buf("c_pr", (B if kp else 0, K, A), dt), tape.buf("c_npr", (B if kp else 0, K, A), dt),
+        *_draw_inputs(agent), *priors, e.flat, e.target_flat, e._flat_grad, off, sizes,
+        agent.params.td_target == "double", tape.buf("c_x", (B, net.sizes[0]), dt),
+        tape.buf("c_xn", (B, net.sizes[0]), dt), *_draw_scratch(agent), tape.buf("c_pr", (B if kp else 0, K, A), dt),
+        tape.buf("c_npr", (B if kp else 0, K, A), dt),
         tape.buf("c_z", (int(zoff[-1]),), dt), zoff, tape.buf("c_m", (int(zoff[-1]),), np.bool_),
         tape.buf("c_qn", (B, K, A), dt), tape.buf("c_qo", (B, K, A), dt), tape.buf("v_next", (K, B), dt),
         tape.buf("c_q", (B, K, A), dt), delta, g, tape.buf("c_dout", (B, K, A), dt),

@@ -89,15 +89,19 @@ class Adam:
         else:                                           # strided views: the NumPy passes, in place
             fused.NUMPY["adam"](p, g, m, v, *c)
 
-    def advance(self) -> tuple[float, float]:
-        """Count a step and return its (step size, epsilon) for the unnormalised moments."""
-        self.t += 1
+    def step_sizes(self, t: int) -> tuple[float, float]:
+        """(step size, epsilon) of the t-th step for the unnormalised moments."""
         b1, b2 = self.b1, self.b2
         # theta -= lr m_hat / (sqrt(v_hat) + eps), m_hat = (1 - b1) m~ / c1, v_hat = (1 - b2) v~ / c2, is
         # theta -= step * m~ / (sqrt(v~) + eps * r), r = sqrt(c2 / (1 - b2)), step = lr (1 - b1) r / c1.
-        c1, c2 = 1.0 - b1 ** self.t, 1.0 - b2 ** self.t
+        c1, c2 = 1.0 - b1 ** t, 1.0 - b2 ** t
         r = math.sqrt(c2 / (1.0 - b2))
         return self.lr * (1.0 - b1) * r / c1, self.eps * r
+
+    def advance(self) -> tuple[float, float]:
+        """Count a step and return its `step_sizes`."""
+        self.t += 1
+        return self.step_sizes(self.t)
 
     def step(self, params: list[np.ndarray], grads: list) -> None:
         step, eps_scaled = self.advance()
