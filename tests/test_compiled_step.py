@@ -27,15 +27,22 @@ def switch():
         fused.use(backend)
 
 
+def outcome(agent, log, arrays) -> tuple:
+    """(hash of `arrays`, generator state, logged rows, SGD steps) of a run."""
+    h = hashlib.sha256()
+    for x in arrays:
+        h.update(np.ascontiguousarray(x).tobytes())
+    return h.hexdigest(), str(agent.rng.bit_generator.state), str(log), agent.sgd_steps
+
+
 def run(params, episodes: int):
     """(state hash, generator state, logged rows, SGD steps, compiled?) of an agent after `episodes` on cartpole."""
     env = CartpoleSwingUp(CartpoleSwingUpParams(), np.random.default_rng(2))
     agent = make_ensemble_agent(params, env, np.random.default_rng(3))
     log = live(agent, env, episodes, log_every="all")
-    e, h = agent.ensemble, hashlib.sha256()
-    for x in [e.flat, e.target_flat, *getattr(e.opt, "m", []), *getattr(e.opt, "v", [])]:
-        h.update(np.ascontiguousarray(x).tobytes())
-    return h.hexdigest(), str(agent.rng.bit_generator.state), str(log), agent.sgd_steps, compiled_step.applies(agent)
+    e = agent.ensemble
+    arrays = [e.flat, e.target_flat, *getattr(e.opt, "m", []), *getattr(e.opt, "v", [])]
+    return (*outcome(agent, log, arrays), compiled_step.applies(agent))
 
 
 @numba_only
@@ -68,11 +75,10 @@ def deep_sea_run(params, size: int, episodes: int):
     td_step = agent._td_step
     agent._td_step = lambda idx=None: handed_back.append(idx is not None) or td_step(idx)
     log = live(agent, env, episodes, log_every="all")
-    e, h = agent.ensemble, hashlib.sha256()
-    for x in [e.flat, e.target_flat, e.params[0], e.target_params[0], *e.opt.m, *e.opt.v, e._target_cache,
-              e._target_valid, e._dirty]:
-        h.update(np.ascontiguousarray(x).tobytes())
-    return h.hexdigest(), str(agent.rng.bit_generator.state), str(log), agent.sgd_steps, sum(handed_back)
+    e = agent.ensemble
+    arrays = [e.flat, e.target_flat, e.params[0], e.target_params[0], *e.opt.m, *e.opt.v, e._target_cache,
+              e._target_valid, e._dirty]
+    return (*outcome(agent, log, arrays), sum(handed_back))
 
 
 @numba_only
