@@ -6,7 +6,11 @@ The step's products are NumPy's own: its OpenBLAS's `cblas_sgemm`, called with t
 matmul gives it for the same operands (row-major, the same transposes and leading dimensions), so the
 step has the bits of `td_step` on the same minibatch; the element-wise work is `fused`'s kernels. What
 it saves is Python's calls between the passes, each of which pays for reloading its code and data from
-cache after passes over the step's activations (benchmarks/profile_neural_step.py).
+cache after passes over the step's activations (benchmarks/profile_neural_step.py). One difference in
+the call: the hidden layers' per-member products, whose outputs are strided blocks of one activation,
+are added (beta 1) to that activation zeroed in one pass, where beta 0 has OpenBLAS zero each of their
+rows with its own `memset` (2,560 per layer on cartpole); OpenBLAS's beta 0 is that zeroing followed by
+the same addition, so the bits are the same (checked with the products).
 
 It is used where all of this holds, and `td_step` everywhere else: the fast extra's kernels are in use,
 NumPy's OpenBLAS exports a `cblas_sgemm` that gives `np.matmul`'s bits on the step's product shapes
@@ -65,10 +69,10 @@ def _compile():
     one, zero = np.float32(1.0), np.float32(0.0)
 
     @jit
-    def gemm(trans_a, trans_b, m, p, n, a, lda, b, ldb, c, ldc):
-        """Row-major c (m x p) = op(a) op(b) on addresses, as NumPy's matmul calls it."""
+    def gemm(trans_a, trans_b, m, p, n, a, lda, b, ldb, c, ldc, beta=zero):
+        """Row-major c (m x p) = op(a) op(b) (+ c with beta 1) on addresses, as NumPy's matmul calls it."""
         sgemm(ROW_MAJOR, TRANS if trans_a else NO_TRANS, TRANS if trans_b else NO_TRANS, m, p, n, one, a, lda,
-              b, ldb, zero, c, ldc)
+              b, ldb, beta, c, ldc)
 
     @jit
     def forward(flat, off, sizes, x, w1, keys, z, zoff, masks, keep):
@@ -91,9 +95,10 @@ def _compile():
                      K * n_out)
             else:          # per member: (B, in) rows K * in apart @ (in, out)
                 before = z.ctypes.data + 4 * zoff[l - 1]
+                act[:] = zero
                 for k in range(K):
                     gemm(False, False, B, n_out, n_in, before + 4 * k * n_in, K * n_in, w + 4 * off[2 * l, k],
-                         n_out, here + 4 * k * n_out, K * n_out)
+                         n_out, here + 4 * k * n_out, K * n_out, one)
             bias = flat[off[2 * l + 1, 0]:off[2 * l + 1, 0] + K * n_out]
             if l == L - 1:
                 break                       # the output's bias: `values`
@@ -189,9 +194,10 @@ def _compile():
             for k in range(K):
                 gemm(True, False, n_in, n_out, B, inp + 4 * k * n_in, K * n_in, d + 4 * k * n_out, K * n_out,
                      gw + 4 * off[2 * l, k], n_out)
+            z[zoff[l - 1]:zoff[l - 1] + B * K * n_in] = zero
             for k in range(K):
                 gemm(False, True, B, n_in, n_out, d + 4 * k * n_out, K * n_out, pw + 4 * off[2 * l, k], n_out,
-                     inp + 4 * k * n_in, K * n_in)
+                     inp + 4 * k * n_in, K * n_in, one)
             relu_grad_sum(z[zoff[l - 1]:zoff[l - 1] + B * K * n_in].reshape(B, K * n_in),
                           masks[zoff[l - 1]:zoff[l - 1] + B * K * n_in].reshape(B, K * n_in),
                           grad[off[2 * l - 1, 0]:off[2 * l - 1, 0] + K * n_in])
@@ -277,24 +283,30 @@ def _kernels():
 
 def _products_match(kernels, sizes: tuple, K: int, B: int, one_hot: bool) -> bool:
     """The compiled products give np.matmul's bits on this network's shapes, each kind of the step's calls
-    (random operands, once per shapes): a check that the library found is the one NumPy multiplies with."""
+    (random operands with a row and a column of signed zeros, once per shapes): a check that the library
+    found is the one NumPy multiplies with, and that adding a product to a zero-filled output (beta 1, as
+    the hidden layers' per-member products into their strided activations) is NumPy's writing it (beta 0)."""
     key = (sizes, K, B, one_hot)
     if key not in _checked:
         rng = np.random.default_rng(0)
         ok = True
-        shapes = [(B, i, o, False, False) for i, o in zip(sizes[1:-1], sizes[2:])]
-        shapes += [(i, B, o, True, False) for i, o in zip(sizes[1:-1], sizes[2:])]
-        shapes += [(B, o, i, False, True) for i, o in zip(sizes[1:-1], sizes[2:])]
+        hidden = list(zip(sizes[1:-1], sizes[2:]))
+        shapes = [(B, i, o, False, False, True) for i, o in hidden]      # forward, per member, strided
+        shapes += [(i, B, o, True, False, False) for i, o in hidden]     # weight gradient
+        shapes += [(B, o, i, False, True, True) for i, o in hidden]      # input gradient, per member, strided
         if one_hot:    # the value gradient's product (its rows: A per distinct state)
-            shapes += [(2 * sizes[-1], B, K, True, True)]
+            shapes += [(2 * sizes[-1], B, K, True, True, False)]
         else:          # the first layer's product and its gradient
-            shapes += [(B, sizes[0], K * sizes[1], False, False), (sizes[0], B, K * sizes[1], True, False)]
-        for m, n, p, ta, tb in shapes:
+            shapes += [(B, sizes[0], K * sizes[1], False, False, False), (sizes[0], B, K * sizes[1], True, False, False)]
+        for m, n, p, ta, tb, strided in shapes:
             a = rng.standard_normal((n, m) if ta else (m, n)).astype(np.float32)
             b = rng.standard_normal((p, n) if tb else (n, p)).astype(np.float32)
-            c = np.empty((m, p), np.float32)
-            kernels["gemm"](ta, tb, m, p, n, a.ctypes.data, a.shape[1], b.ctypes.data, b.shape[1], c.ctypes.data, p)
-            ok &= np.matmul(a.T if ta else a, b.T if tb else b).tobytes() == c.tobytes()
+            (a[:, 0] if ta else a[0])[:] = -0.0
+            (b[0] if tb else b[:, 0])[:] = -0.0
+            c = np.zeros((m, 2 * p if strided else p), np.float32)
+            kernels["gemm"](ta, tb, m, p, n, a.ctypes.data, a.shape[1], b.ctypes.data, b.shape[1], c.ctypes.data,
+                            c.shape[1], np.float32(strided))
+            ok &= np.matmul(a.T if ta else a, b.T if tb else b).tobytes() == np.ascontiguousarray(c[:, :p]).tobytes()
         _checked[key] = ok
     return _checked[key]
 
