@@ -110,6 +110,34 @@ def test_adam_kernels_give_numpys_bytes(kernels, dtype):
 
 @numba_only
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning", "ignore:overflow:RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_adam_kernel_on_subnormal_moments(kernels, dtype):
+    """The compiled Adam skips the quotient of a subnormal m~ (x86's slow path) where its step is below half
+    an ulp of p, and redoes it in float64 elsewhere: every weight of p = +-0, subnormal, tiny, normal, inf
+    and nan against every subnormal or zero m~ gives NumPy's bits, with both cases present."""
+    ref, fast = kernels
+    rng = np.random.default_rng(3)
+    t, tiny = np.dtype(dtype).type, np.finfo(dtype).smallest_normal
+    c = (np.float64(t(0.9)), t(0.999), np.float64(t(1.7e-3)), t(3.2e-8), 1.0)
+    moments = np.concatenate([rng.uniform(-1, 1, 40) * tiny, [0.0, -0.0, tiny, -tiny, tiny / 2 ** 20]]).astype(dtype)
+    weights = np.array([0.0, -0.0, tiny * 0.3, -tiny, 1e-30, -1e-28, 1e-20, 0.5, -3.0, np.inf, np.nan], dtype)
+    m, p = (np.repeat(moments, weights.size), np.tile(weights, moments.size))
+    g = np.where(rng.random(m.size) < 0.7, 0.0, rng.uniform(-1, 1, m.size) * tiny).astype(dtype)
+    v = np.where(rng.random(m.size) < 0.3, 0.0, 10.0 ** rng.uniform(-12, 2, m.size)).astype(dtype)
+    a, b = [x.copy() for x in (p, g, m, v)], [x.copy() for x in (p, g, m, v)]
+    ref["adam"](*a, *c)
+    fast["adam"](*b, *c)
+    for i in (0, 2, 3):
+        assert same(a[i], b[i])
+    changed = a[0].tobytes() != p.tobytes()
+    moved = (a[0] != p) & np.isfinite(p)
+    subnormal = (a[2] != 0) & (np.abs(a[2]) < tiny)
+    assert changed and (moved & subnormal).any()                # the redone quotients moved some p
+    assert (~moved & subnormal & (np.abs(p) > 1e-20)).any()      # and the skipped ones moved none
+
+
+@numba_only
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning", "ignore:overflow:RuntimeWarning")
 @pytest.mark.parametrize("K, U, A", [(1, 1, 2), (20, 128, 3), (7, 40, 2)])
 def test_td_kernels_give_numpys_bytes(kernels, K, U, A):
     """Bootstrap values (max and double-Q argmax over hard values: ties of signed zeros, nans, infinities),

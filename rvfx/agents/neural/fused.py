@@ -159,17 +159,33 @@ def _compile() -> dict:
 
     @jit
     def adam(p, g, m, v, b1w, b2, stepw, eps, one):
+        # The quotient m~ / s in p's dtype: a float32 division is float64's rounded (`Adam._update`) at a
+        # quarter of its cost, but x86 takes a microcode slow path on a subnormal operand, and unused
+        # weights' m~ decay to subnormals (b1^t). Those take no step here, which is exact where their
+        # step is below half an ulp of p (|q| <= tiny / eps: any |p| > `small`); the rare rest are
+        # redone after, from their unchanged p, with the quotient in float64 (the opaque `one` keeps
+        # LLVM from narrowing it back to a float32 division).
+        dt, zero = p.dtype.type, p.dtype.type(0.0)
+        tiny = WIDE(np.finfo(m.dtype).tiny)
+        small = tiny / WIDE(eps) * stepw * (WIDE(8.0) / WIDE(np.finfo(p.dtype).eps))   # x 2^26 in float32
+        late = False
         for i in range(p.shape[0]):
             gi = g[i]
             mi = m.dtype.type(WIDE(m[i]) * b1w) + gi
             vi = v[i] * b2 + gi * gi
             m[i] = mi
             v[i] = vi
-            s = np.sqrt(vi) + eps
-            # (m * one) / s in float64: with the opaque `one`, LLVM cannot narrow the quotient to a
-            # float32 division (the same bits, but x86's slow path on the subnormal m~ of unused weights)
-            q = p.dtype.type((WIDE(mi) * one) / WIDE(s))
-            p[i] = p[i] - p.dtype.type(WIDE(q) * stepw)
+            w, pi = WIDE(mi), p[i]
+            subnormal = (w != 0.0) & (abs(w) < tiny)          # compared in float64: no slow path
+            late |= subnormal & (WIDE(abs(pi)) <= small)
+            q = (zero if subnormal else mi) / (np.sqrt(vi) + eps)
+            p[i] = pi - (zero if subnormal else dt(WIDE(q) * stepw))
+        if late:
+            for i in range(p.shape[0]):
+                w = WIDE(m[i])
+                if w != 0.0 and abs(w) < tiny and WIDE(abs(p[i])) <= small:
+                    q = dt((w * one) / WIDE(np.sqrt(v[i]) + eps))
+                    p[i] = p[i] - dt(WIDE(q) * stepw)
 
     # bootstrap and td loop over samples, then members: the order of the (U, K, A) memory under the
     # (K, U, A) views they are handed (each element is computed alone, so the order changes no bit)
