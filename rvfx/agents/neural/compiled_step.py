@@ -297,7 +297,8 @@ def _products_match(kernels, sizes: tuple, K: int, B: int, one_hot: bool) -> boo
         if one_hot:    # the value gradient's product (its rows: A per distinct state)
             shapes += [(2 * sizes[-1], B, K, True, True, False)]
         else:          # the first layer's product and its gradient
-            shapes += [(B, sizes[0], K * sizes[1], False, False, False), (sizes[0], B, K * sizes[1], True, False, False)]
+            shapes += [(B, sizes[0], K * sizes[1], False, False, False),
+                       (sizes[0], B, K * sizes[1], True, False, False)]
         for m, n, p, ta, tb, strided in shapes:
             a = rng.standard_normal((n, m) if ta else (m, n)).astype(np.float32)
             b = rng.standard_normal((p, n) if tb else (n, p)).astype(np.float32)
