@@ -129,10 +129,9 @@ def _compile():
                         out[b, k, a] = f[b, k, a] + bias[k, a]
 
     @jit
-    def draw(rng, stored, idx, action, reward, noise, discount, mask, act, rew, disc, weight):
-        """`EnsembleBuffer.sample`'s draw from `rng` (numba's Generator gives NumPy's stream) into idx, and the
-        minibatch's actions, rewards (plus each member's noise), discounts and bootstrap bits."""
-        idx[:] = rng.integers(0, stored, idx.shape[0])
+    def gather(idx, action, reward, noise, discount, mask, act, rew, disc, weight):
+        """`EnsembleBuffer.sample`'s fields of the transitions idx: the minibatch's actions, rewards (plus each
+        member's noise), discounts and bootstrap bits."""
         for i in range(idx.shape[0]):
             j = idx[i]
             act[i] = action[j]
@@ -143,12 +142,12 @@ def _compile():
                 weight[i, k] = mask[j, k]
 
     @jit
-    def step(rng, stored, idx, code, next_code, action, reward, noise, discount, mask, prior, next_prior,
+    def step(idx, code, next_code, action, reward, noise, discount, mask, prior, next_prior,
              flat, target, grad, off, sizes, double, x, xn, act, rew, disc, weight, pr, npr,
              z, zoff, masks, q_next, q_online, v_next, q, delta, g, dout, adam_on, m, v, constants):
-        """Draw and gather a minibatch (`draw`), then `td_step`'s passes: the gradient into `grad`, then Adam's
-        step (adam_on)."""
-        draw(rng, stored, idx, action, reward, noise, discount, mask, act, rew, disc, weight)
+        """Gather the minibatch idx, then `td_step`'s passes: the gradient into `grad`, then Adam's step
+        (adam_on)."""
+        gather(idx, action, reward, noise, discount, mask, act, rew, disc, weight)
         B = idx.shape[0]
         rows = pr.reshape(pr.shape[0], -1)
         next_rows = npr.reshape(npr.shape[0], -1)
@@ -207,15 +206,15 @@ def _compile():
                  K * n_out)
 
     @jit
-    def keyed_step(rng, stored, idx, code, next_code, action, reward, noise, discount, mask, flat, target, grad,
+    def keyed_step(idx, code, next_code, action, reward, noise, discount, mask, flat, target, grad,
                    w1, w1_target, off, sizes, table, cache, valid, dirty, act, rew, disc, weight, pr, z, zoff,
                    masks, q_next, v_next, q, delta, g, scaled, onehot, dsum, dout, m1, v1, m, v, constants):
         """The same for one-hot inputs (deep sea's pixels; `EnsembleRLSVI._td_step` with `td_step`): repeated
         states share their passes, target values are cached per state until the target's next copy, prior
         values read from `table`, the first layer's gradient is its batch's rows, W_1's Adam step on those
-        rows only. False, with nothing changed but the draw in idx, where a pass would have one row (a
-        single distinct or fresh state: NumPy's matmul then leaves gemm); the caller runs `td_step` on idx."""
-        draw(rng, stored, idx, action, reward, noise, discount, mask, act, rew, disc, weight)
+        rows only. False, with nothing changed, where a pass would have one row (a single distinct or fresh
+        state: NumPy's matmul then leaves gemm); the caller runs `td_step` on idx."""
+        gather(idx, action, reward, noise, discount, mask, act, rew, disc, weight)
         B, K, L = idx.shape[0], off.shape[1], sizes.shape[0] - 1
         A = sizes[L]
         states, nexts = code[idx], next_code[idx]
@@ -345,17 +344,18 @@ def _layout(sizes: tuple, K: int, B: int, sparse: bool = False) -> tuple[np.ndar
 
 
 def _draw_inputs(agent) -> tuple:
-    """`draw`'s inputs from the agent's buffer (empty arrays for a perturbation it does not keep), the
-    states' codes before the per-transition fields, as both kernels take them."""
+    """A minibatch's draw (`EnsembleBuffer.sample`'s, from the buffer's generator) and `gather`'s inputs from
+    the buffer (empty arrays for a perturbation it does not keep), the states' codes before the per-transition
+    fields, as both kernels take them."""
     buf, none = agent.buffer, np.zeros((0, 0), np.float32)
-    idx = agent._tape.buf("c_idx", (agent.params.batch_size,), np.int64)
-    return (buf.rng, buf.size, idx, buf.code, buf.next_code, buf.action, buf.reward,
+    idx = buf.rng.integers(0, buf.size, agent.params.batch_size)
+    return (idx, buf.code, buf.next_code, buf.action, buf.reward,
             buf.noise if buf.noise is not None else none, buf.discount,
             buf.mask if buf.mask is not None else none.astype(np.bool_))
 
 
 def _draw_scratch(agent) -> tuple:
-    """`draw`'s outputs: the minibatch's actions, rewards (one row, or one per member with noise), discounts and
+    """`gather`'s outputs: the minibatch's actions, rewards (one row, or one per member with noise), discounts and
     bootstrap bits (none without them)."""
     buf, tape, K, B = agent.buffer, agent._tape, agent.K, agent.params.batch_size
     return (tape.buf("c_act", (B,), np.intp), tape.buf("c_rew", (K if buf.noise is not None else 1, B), np.float32),
@@ -380,7 +380,7 @@ def keyed_sgd_step(agent) -> float:
         tape.buf("c_dsum", (B * A * K,), dt), tape.buf("c_dout", (B * K * A,), dt), m1, v1, opt.m[1], opt.v[1],
         constants)
     if not done:
-        return agent._td_step(drawn[2])             # the same draw, `td_step`'s own Adam step
+        return agent._td_step(drawn[0])             # the same draw, `td_step`'s own Adam step
     opt.t += 1
     return 0.5 * float(np.vdot(g, delta)) / (B * K)
 
