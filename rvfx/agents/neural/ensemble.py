@@ -121,10 +121,10 @@ class DQNParams(EnsembleParams):
 # row's 2M features), and the linear basis adds per member and distinct row (block) of the batch its
 # small product, cached targets and gathered rows' Adam; a double-Q target adds its extra forward pass.
 # An SGD step also pays a part that does not grow with K (its Python calls: most of DQN's step)
-NETWORK_STEP = (1.32e-5, 3.28e-7, 1.27e-8)
-KEYED_MEMBER = {"one-hot": 0.0, "block": 2.35e-6}
+NETWORK_STEP = (1.12e-5, 3.87e-7, 9.14e-9)
+KEYED_MEMBER = {"one-hot": 0.0, "block": 2.42e-6}
 DOUBLE_Q = 1.3
-SGD_FIXED = 1.17e-4
+SGD_FIXED = 1.18e-4
 
 
 def network_sizes(p: EnsembleParams, z: dict) -> dict:
