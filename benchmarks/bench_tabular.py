@@ -1,5 +1,8 @@
 """Tabular agents: per-episode cost stays flat with history, the speed-up of sufficient statistics,
-and `rvfx validate`'s speed model against each tabular agent of the paper's specs (estimate_check).
+`rvfx validate`'s speed model against each tabular agent of the paper's specs (estimate_check), and
+PSRL and UCRL2 against TabulaRL's (Osband's reference code) on deep sea where it is set up:
+RVFX_TABULARL_SRC, TabulaRL's `src` folder, and RVFX_TABULARL_PYTHON, a Python that runs it (2.7 with
+NumPy; `tabularl_episode.py` says how it is timed).
 
 Baseline (kept here only): `learn_grlsvi` that replays every stored transition each
 episode, draws one noise term per transition and solves each layer's regression
@@ -7,7 +10,11 @@ episode, draws one noise term per transition and solves each layer's regression
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 from estimate_check import agent_params, model_over_measured
@@ -56,6 +63,38 @@ def ms_per_episode(agent, env, episodes: int) -> float:
     start = time.perf_counter()
     live(agent, env, episodes)
     return (time.perf_counter() - start) / episodes * 1e3
+
+
+def cpu_ms_per_episode(agent, env, warmup: int, episodes: int, rounds: int) -> float:
+    """Median process CPU ms per episode over `rounds` rounds of `episodes`, after `warmup` episodes."""
+    live(agent, env, warmup)
+    ms = []
+    for _ in range(rounds):
+        start = time.process_time()
+        live(agent, env, episodes)
+        ms.append((time.process_time() - start) / episodes * 1e3)
+    return float(np.median(ms))
+
+
+def peer_lines() -> list[str]:
+    """rvfx's PSRL and UCRL2 against TabulaRL's on deep sea N = 10, 20 (the same warm-up, process CPU
+    time, one BLAS thread each; rvfx's rounds 10x longer, its episodes being short), or why they are skipped."""
+    src, python = os.environ.get("RVFX_TABULARL_SRC"), os.environ.get("RVFX_TABULARL_PYTHON", "python2.7")
+    if not src or not (Path(src) / "finite_tabular_agents.py").is_file():
+        return ["TabulaRL: skipped (set RVFX_TABULARL_SRC to TabulaRL's src folder and RVFX_TABULARL_PYTHON to a "
+                "Python 2.7 with NumPy)"]
+    lines = ["PSRL and UCRL2 vs TabulaRL's (deep sea, process CPU ms per episode, medians of 3 rounds)"]
+    for name, theirs_name in (("psrl", "PSRL"), ("ucrl2", "UCRL2")):
+        for n, warmup, episodes in ((10, 100, 100), (20, 40, 20)):
+            agent, env = setup(name, n)
+            ours = cpu_ms_per_episode(agent, env, warmup, episodes * 10, 3)
+            done = subprocess.run([python, str(Path(__file__).with_name("tabularl_episode.py")), src, theirs_name,
+                                   str(n), str(warmup), str(episodes), "3"],
+                                  capture_output=True, text=True, timeout=1800, check=True)
+            theirs = json.loads(done.stdout.strip().splitlines()[-1])
+            lines.append(f"  {name:6s} N={n}: TabulaRL {theirs['ms']:.2f} ms ({theirs['min']:.2f}-{theirs['max']:.2f}) "
+                         f"vs rvfx {ours:.3f} ms: peer ratio {theirs['ms'] / ours:.0f}")
+    return lines
 
 
 def setup(name, n, seed=0):
@@ -112,6 +151,7 @@ def main():
             env = DeepSea(DeepSeaParams(size=n), np.random.default_rng(0))
             model_over_measured(f"{label} N={n}", algorithm, agent_params(algorithm, **values), env,
                                 warmup=50, episodes=max(20, 100_000 // n**2))
+    print("\n".join(peer_lines()))
 
 
 if __name__ == "__main__":
