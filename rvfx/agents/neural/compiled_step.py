@@ -190,15 +190,15 @@ def _compile():
         for l in range(L - 1, 0, -1):
             n_in = sizes[l]
             inp = z.ctypes.data + 4 * zoff[l - 1]
+            act = z[zoff[l - 1]:zoff[l - 1] + B * K * n_in].reshape(B, K * n_in)
             for k in range(K):
                 gemm(True, False, n_in, n_out, B, inp + 4 * k * n_in, K * n_in, d + 4 * k * n_out, K * n_out,
                      gw + 4 * off[2 * l, k], n_out)
-            z[zoff[l - 1]:zoff[l - 1] + B * K * n_in] = zero
+            act[:] = zero                   # the input gradients are added into it (`forward`'s products)
             for k in range(K):
                 gemm(False, True, B, n_in, n_out, d + 4 * k * n_out, K * n_out, pw + 4 * off[2 * l, k], n_out,
                      inp + 4 * k * n_in, K * n_in, one)
-            relu_grad_sum(z[zoff[l - 1]:zoff[l - 1] + B * K * n_in].reshape(B, K * n_in),
-                          masks[zoff[l - 1]:zoff[l - 1] + B * K * n_in].reshape(B, K * n_in),
+            relu_grad_sum(act, masks[zoff[l - 1]:zoff[l - 1] + B * K * n_in].reshape(B, K * n_in),
                           grad[off[2 * l - 1, 0]:off[2 * l - 1, 0] + K * n_in])
             d, n_out = inp, n_in
         if x.shape[0]:                              # dense: W_1's gradient, one product
@@ -344,12 +344,11 @@ def _layout(sizes: tuple, K: int, B: int, sparse: bool = False) -> tuple[np.ndar
 
 
 def _draw_inputs(agent) -> tuple:
-    """A minibatch's draw (`EnsembleBuffer.sample`'s, from the buffer's generator) and `gather`'s inputs from
-    the buffer (empty arrays for a perturbation it does not keep), the states' codes before the per-transition
-    fields, as both kernels take them."""
+    """A minibatch's draw (`EnsembleBuffer.draw`, as `sample` makes it) and `gather`'s inputs from the buffer
+    (empty arrays for a perturbation it does not keep), the states' codes before the per-transition fields, as
+    both kernels take them."""
     buf, none = agent.buffer, np.zeros((0, 0), np.float32)
-    idx = buf.rng.integers(0, buf.size, agent.params.batch_size)
-    return (idx, buf.code, buf.next_code, buf.action, buf.reward,
+    return (buf.draw(agent.params.batch_size), buf.code, buf.next_code, buf.action, buf.reward,
             buf.noise if buf.noise is not None else none, buf.discount,
             buf.mask if buf.mask is not None else none.astype(np.bool_))
 

@@ -86,9 +86,13 @@ class EnsembleBuffer:
         self._next = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
+    def draw(self, batch_size: int) -> np.ndarray:
+        """The indices of B transitions drawn uniformly with replacement (the buffer's random stream)."""
+        return self.rng.integers(0, self.size, batch_size)
+
     def sample(self, batch_size: int, idx: np.ndarray | None = None) -> Batch:
-        """B uniform draws with replacement, or the transitions `idx` already drawn."""
-        idx = self.rng.integers(0, self.size, batch_size) if idx is None else idx
+        """B uniform draws with replacement (`draw`), or the transitions `idx` already drawn."""
+        idx = self.draw(batch_size) if idx is None else idx
         reward = self.reward[idx]
         weight = None
         if self.mask is not None:
