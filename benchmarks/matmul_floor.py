@@ -8,7 +8,9 @@ gradient, rows of W_1 updated in place: those are recorded too (the takes, and t
 `SparseRows` gradient) and timed apart as the plain-NumPy `w.take(rows, axis=0)` and
 `w[rows] += values`, so the floor is reported both ways. `step_vs_floor` times the agent's own
 steps, the products, and the gathers and scatters, in interleaved rounds of one process (thread
-CPU time, BLAS on one thread as in the runs) and returns the median ratios with their spread.
+CPU time, BLAS on one thread as in the runs) and returns the median ratios with their spread. The
+rounds are short and alternate their order, so a shared machine's drifting speed falls on both
+sides of each ratio alike.
 """
 from __future__ import annotations
 
@@ -114,12 +116,12 @@ def sparse_step(operands: list[tuple]) -> None:
             w[rows] += values
 
 
-def step_vs_floor(agent, steps: int = 200, rounds: int = 7, seed: int = 0) -> dict:
+def step_vs_floor(agent, steps: int = 40, rounds: int = 35, seed: int = 0) -> dict:
     """Median ms per SGD step of `agent`, of its matmul floor, and their ratio, over interleaved rounds;
     with row gathers (one-hot inputs), also their floor and the ratio to products + gathers + scatters.
 
-    Each round takes `steps` SGD steps of the agent, then the products of the same steps
-    (recorded beforehand on a copy) in plain NumPy, then their gathers and scatters.
+    Each round takes `steps` SGD steps of the agent, the products of the same steps (recorded
+    beforehand on a copy) in plain NumPy, and their gathers and scatters; odd rounds in reverse order.
     """
     clock = time.thread_time
     sparse: list = []
@@ -143,7 +145,8 @@ def step_vs_floor(agent, steps: int = 200, rounds: int = 7, seed: int = 0) -> di
     with threadpool_limits(limits=1, user_api="blas"):
         for r in range(rounds):
             chunk = slice(r * steps, (r + 1) * steps)
-            for name, work in (("step", sgd_steps), ("floor", floors), ("sparse", rows)):
+            works = (("step", sgd_steps), ("floor", floors), ("sparse", rows))
+            for name, work in works if r % 2 == 0 else works[::-1]:
                 t = clock()
                 work(chunk)
                 times[name].append((clock() - t) / steps * 1e3)
