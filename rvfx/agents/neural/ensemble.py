@@ -11,7 +11,8 @@ The SGD steps run per environment step in `update_buffer` (as in DQN), so the
 per-episode cost is O(H) whatever the history; `learn_from_buffer` only samples
 the member. All members read one shared minibatch per step, each through its own
 weights or noise (as the authors' bootstrapped DQN); in expectation member k
-still descends the loss on its own ensemble_buffer[k]. With K=1, prior_scale=0,
+still descends the loss on its own ensemble_buffer[k]. With member_buffers each
+member draws its own minibatch from its own buffer instead (Algorithm 7 literally). With K=1, prior_scale=0,
 mask="none" and an annealed epsilon this is DQN (Section 7.2.2, Fig. 16).
 """
 from __future__ import annotations
@@ -22,9 +23,9 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.neural import compiled_step, fused
+from rvfx.agents.neural import compiled_step, fused, td
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics
-from rvfx.agents.neural.ensemble_buffer import Batch, EnsembleBuffer, Mask
+from rvfx.agents.neural.ensemble_buffer import Batch, EnsembleBuffer, Mask, MemberBuffers
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
 from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.representations import FiniteCodes, Representation, RepresentationKind, representation_for
@@ -46,13 +47,22 @@ class EnsembleParams:
     gamma: float = field(default=0.99, metadata={"min": 0.0, "max": 1.0, "doc": "TD discount (paper: 0.99)"})
     learning_rate: float = field(default=1e-3, metadata={"gt": 0.0, "doc": "alpha (paper: 1e-3)"})
     optimizer: Literal["adam", "sgd"] = field(default="adam", metadata={"doc": "adam | sgd"})
-    target_period: int = field(default=4, metadata={"min": 1, "doc": "SGD steps between target-network copies"})
+    target_period: int = field(default=4, metadata={
+        "min": 1, "doc": "SGD steps between target-network copies; 1 is exactly no target network: every step "
+                         "bootstraps from the weights it starts from (Algorithm 8's loss L(theta; theta~_k, D~_k))"})
     sgd_steps_per_step: int = field(default=1, metadata={"min": 0, "doc": "SGD steps per environment step"})
     sgd_period: int = field(default=1, metadata={
         "min": 1, "added_later": True,
         "doc": "take the sgd_steps_per_step SGD steps every sgd_period-th environment step (paper: 1)"})
     mask: Mask = field(default="bootstrap", metadata={
         "doc": "bootstrap: weights {0,2} w.p. 1/2 (Alg. 7) | gaussian: reward noise (Alg. 6) | none"})
+    member_buffers: bool = field(default=False, metadata={
+        "added_later": True,
+        "doc": "with mask bootstrap: K separate double-or-nothing buffers (Algorithm 7 literally): member k keeps "
+               "each transition of the FIFO window with probability 1/2 and draws its own minibatch of "
+               "batch_size from what it kept, weight 1 | false: one minibatch shared by the members, weighted "
+               "2 m_t^k. Dense inputs only (cartpole's observations); its SGD step is NumPy's (the compiled "
+               "step does not apply)"})
     noise_scale: float = field(default=0.1, metadata={"min": 0.0, "doc": "std of the Gaussian reward noise (Alg. 6)"})
     epsilon: float = field(default=0.0, metadata={"min": 0.0, "max": 1.0, "doc": "epsilon-greedy at episode 1"})
     epsilon_final: float = field(default=0.0, metadata={"min": 0.0, "max": 1.0, "doc": "epsilon after annealing"})
@@ -93,6 +103,8 @@ class EnsembleParams:
         """Settings no single bound can refuse; `build` reports them at the spec's key."""
         if self.hidden1 == 0 and self.hidden2 > 0:
             raise ValueError("hidden1=0 (a linear Q) needs hidden2=0")
+        if self.member_buffers and self.mask != "bootstrap":
+            raise ValueError(f"member_buffers needs mask bootstrap (mask is {self.mask!r})")
         if self.min_replay > self.buffer_size:
             raise ValueError(f"min_replay ({self.min_replay}) exceeds buffer_size ({self.buffer_size})")
 
@@ -234,6 +246,31 @@ def value_gradient(tape: Tape, g: np.ndarray, action: np.ndarray, index: np.ndar
     return dout
 
 
+def member_td_step(ensemble: PriorEnsemble, tape: Tape, batch: Batch, double: bool = False) -> float:
+    """`td_step` with each member on its own minibatch (per-member buffers, Algorithm 7 literally): states
+    (K, B, in) as network inputs, actions, rewards and discounts (K, B), stored priors (K, B, A) or None.
+
+    Member k minimises 1/(2B) sum_b (r_kb + discount_kb v_k(s'_kb) - Q_k(s_kb, a_kb))^2 over its own B
+    transitions (weight 1; a `weight` False marks the rows of a member whose buffer is still empty, which
+    takes a zero gradient). Plain NumPy (`td`'s functions); the compiled step does not apply. Returns the
+    mean loss over members.
+    """
+    q_next = ensemble.value(batch.next_state, target=True, tape=tape, prior=batch.next_prior)    # (K, B, A)
+    online_next = ensemble.value(batch.next_state, prior=batch.next_prior) if double else None
+    v_next = td.bootstrap_values(q_next, online_next)                  # a copy: the online pass reuses the tape
+    q = ensemble.value(batch.state, tape=tape, prior=batch.prior)                                # (K, B, A)
+    K, B, A = q.shape
+    _, delta = td.td_errors(q, batch.action, batch.reward, batch.discount, v_next, np.arange(B))
+    if batch.weight is not None:
+        delta *= batch.weight
+    dout = tape.buf("dout", (B, K, A), q.dtype).transpose(1, 0, 2)
+    dout.fill(0.0)
+    dout[np.arange(K)[:, None], np.arange(B), batch.action] = delta / q.dtype.type(B)
+    loss = 0.5 * float(np.vdot(delta, delta)) / (B * K)
+    ensemble.apply_gradient(tape, dout)
+    return loss
+
+
 class EnsembleRLSVI:
     """`learn_ensemble_rlsvi` agent (Algorithm 8) for the `live` loop (Algorithm 1)."""
 
@@ -251,9 +288,17 @@ class EnsembleRLSVI:
                                       params.optimizer, params.learning_rate, key_inputs=key_inputs)
         # a prior without a cached table (dense inputs) is evaluated once per state at enqueue
         self._store_prior = self.ensemble.prior_params is not None and self.ensemble.prior_table is None
-        self.buffer = EnsembleBuffer(params.buffer_size, params.K, representation.code_shape,
-                                     representation.code_dtype, rng, params.mask, params.noise_scale,
-                                     num_actions if self._store_prior else 0)
+        prior_actions = num_actions if self._store_prior else 0
+        if params.member_buffers:
+            if representation.index_input or block_size:
+                raise ValueError("member_buffers needs dense inputs (cartpole's observations), not one-hot or "
+                                 "block inputs")
+            self.buffer = MemberBuffers(params.buffer_size, params.K, representation.code_shape,
+                                        representation.code_dtype, rng, prior_actions)
+        else:
+            self.buffer = EnsembleBuffer(params.buffer_size, params.K, representation.code_shape,
+                                         representation.code_dtype, rng, params.mask, params.noise_scale,
+                                         prior_actions)
         self._last = None                       # (code, prior) of the last new state
         self._terminal_code = np.zeros(representation.code_shape, representation.code_dtype)
         self._tape = Tape()
@@ -327,7 +372,7 @@ class EnsembleRLSVI:
 
     def sgd_step(self) -> float:
         """Algorithm 8 lines 1-4 for all K members at once; copies to the target every target_period."""
-        if compiled_step.applies(self):
+        if not self.params.member_buffers and compiled_step.applies(self):
             loss = compiled_step.sgd_step(self)
         else:
             loss = self._td_step()
@@ -344,6 +389,8 @@ class EnsembleRLSVI:
         """`td_step` on a minibatch of the buffer, or on its transitions `idx` (repeated discrete states sharing
         their passes)."""
         B = self.params.batch_size
+        if self.params.member_buffers:
+            return self._member_td_step()
         batch = self.buffer.sample(B) if idx is None else self.buffer.sample(B, idx)
         if self._discrete:                      # repeated states share their passes (exact)
             state, first, index = fused.distinct(batch.state)
@@ -357,6 +404,17 @@ class EnsembleRLSVI:
         return td_step(self.ensemble, self._tape,
                        batch._replace(state=inputs(batch.state), next_state=inputs(batch.next_state)),
                        double=self.params.td_target == "double")
+
+    def _member_td_step(self) -> float:
+        """`member_td_step` on each member's own minibatch (per-member buffers)."""
+        batch = self.buffer.sample_members(self.params.batch_size)
+        K, B = batch.action.shape
+
+        def inputs(codes):
+            return self.rep.inputs(codes.reshape(K * B, *codes.shape[2:])).reshape(K, B, -1)
+        return member_td_step(self.ensemble, self._tape,
+                              batch._replace(state=inputs(batch.state), next_state=inputs(batch.next_state)),
+                              double=self.params.td_target == "double")
 
     def run_tables(self) -> dict:
         """Extra per-run tables for the shard: diagnostics.csv when diagnostics are on."""

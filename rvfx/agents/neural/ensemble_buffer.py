@@ -1,5 +1,6 @@
 """`ensemble_buffer`: the FIFO replay of transitions shared by the K members, each seeing it through
-its own perturbation (Section 5.3.1, Algorithms 6-7).
+its own perturbation (Section 5.3.1, Algorithms 6-7), or (`MemberBuffers`) as K separate double-or-nothing
+buffers, each member drawing its own minibatch (Algorithm 7 literally).
 """
 from __future__ import annotations
 
@@ -103,3 +104,61 @@ class EnsembleBuffer:
             (self.prior[idx].transpose(1, 0, 2), self.next_prior[idx].transpose(1, 0, 2))
         return Batch(self.code[idx], self.action[idx], reward, self.discount[idx],
                      self.next_code[idx], weight, *priors)
+
+
+class MemberBuffers(EnsembleBuffer):
+    """ensemble_buffer[k] of Algorithm 7 taken literally: member k's buffer holds the transitions of the FIFO
+    window whose bit m_t^k ~ Unif{0,1} kept it (each transition in each member's buffer with probability
+    1/2, independently; the bits are `EnsembleBuffer`'s, drawn at enqueue), and member k draws its own
+    minibatch, B uniform draws with replacement from its own buffer (`draw_members`), instead of one shared
+    minibatch weighted 2 m_t^k. The window is the last `capacity` transitions of the stream, as the paper's
+    "ensemble_buffer that stores the most recent 10^5 transitions".
+    """
+
+    def __init__(self, capacity: int, num_members: int, code_shape: tuple, code_dtype,
+                 rng: np.random.Generator, prior_actions: int = 0):
+        super().__init__(capacity, num_members, code_shape, code_dtype, rng, "bootstrap", 0.0, prior_actions)
+        self.held = np.zeros(num_members, np.int64)        # how many transitions each member's buffer holds
+
+    def add(self, code, action: int, reward: float, next_code, discount: float,
+            prior=None, next_prior=None) -> None:
+        """`EnsembleBuffer.add`, counting what each member's buffer holds (the overwritten transition leaves)."""
+        i = self._next
+        if self.size == self.capacity:
+            self.held -= self.mask[i]
+        super().add(code, action, reward, next_code, discount, prior, next_prior)
+        self.held += self.mask[i]
+
+    def holds(self, k: int) -> np.ndarray:
+        """The ring positions member k's buffer holds."""
+        return np.flatnonzero(self.mask[:self.size, k])
+
+    def draw_members(self, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(idx, ready): idx (K, B) the ring positions of each member's B draws, uniform with replacement over
+        its own buffer (rejection from uniform draws over the window, exact: each accepted draw is uniform on
+        the member's buffer); ready (K,) False for a member whose buffer is still empty (its row is 0s)."""
+        K, B = self.K, batch_size
+        idx = np.zeros((K, B), np.intp)
+        filled = np.zeros(K, np.intp)
+        ready = self.held > 0
+        todo = np.flatnonzero(ready)
+        while todo.size:
+            cand = self.rng.integers(0, self.size, (todo.size, 2 * B))
+            keep = self.mask[cand, todo[:, None]]
+            rank = np.cumsum(keep, axis=1)
+            keep &= rank <= (B - filled[todo])[:, None]
+            rows, cols = np.nonzero(keep)
+            idx[todo[rows], filled[todo][rows] + rank[rows, cols] - 1] = cand[rows, cols]
+            filled[todo] += keep.sum(axis=1)
+            todo = todo[filled[todo] < B]
+        return idx, ready
+
+    def sample_members(self, batch_size: int) -> Batch:
+        """Each member's own minibatch (`draw_members`): states (K, B, ...), actions, rewards and discounts (K, B),
+        priors (K, B, A); `weight` None, or (K, B) bools False on the rows of a member whose buffer is empty."""
+        idx, ready = self.draw_members(batch_size)
+        members = np.arange(self.K)[:, None]
+        priors = (None, None) if self.prior is None else (self.prior[idx, members], self.next_prior[idx, members])
+        weight = None if ready.all() else np.repeat(ready[:, None], batch_size, axis=1)
+        return Batch(self.code[idx], self.action[idx], self.reward[idx], self.discount[idx], self.next_code[idx],
+                     weight, *priors)

@@ -100,7 +100,8 @@ class EnsembleMLP:
     W_l (K, H_{l-1}, H_l) for l > 1. Input x is a shared minibatch: (B, in) floats;
     or (B,) integer indices of a one-hot vector of width `input_dim` when
     `index_input`; or a `BlockInput` when `block_size` > 0 (input_dim is then a
-    multiple of it, W_1 read as (input_dim / block_size, block_size, K, H_1)).
+    multiple of it, W_1 read as (input_dim / block_size, block_size, K, H_1));
+    or (K, B, in) floats, member k's own minibatch x[k] (per-member buffers).
     Output is (K, B, output_dim).
     """
 
@@ -181,7 +182,8 @@ class EnsembleMLP:
         With a tape the output lives in the tape's scratch: consume it before the tape's next use.
         With grad=False the tape is scratch only: no ReLU' is kept, and no `backward` may follow.
         """
-        K, dt, B = params[1].shape[0], self.dtype, x.shape[0]
+        per_member = not self.sparse_input and x.ndim == 3          # (K, B, in): each member's own minibatch
+        K, dt, B = params[1].shape[0], self.dtype, x.shape[1 if per_member else 0]
         new = tape.buf if tape is not None else _fresh
         width = self.sizes[1]
         z = new("z0", (B, K, width), dt)
@@ -191,6 +193,8 @@ class EnsembleMLP:
             np.take(w1, x, axis=0, out=z.reshape(B, K * width), mode="clip")
         elif self.block_size:
             groups = self._block_first_layer(w1, x, z.reshape(B, K * width), tape)
+        elif per_member:
+            np.matmul(x, params[0].transpose(1, 0, 2), out=z.transpose(1, 0, 2))
         else:
             np.matmul(x, w1, out=z.reshape(B, K * width))
         acts, masks = [], []
@@ -244,9 +248,12 @@ class EnsembleMLP:
         elif self.block_size:
             grads[0] = self._block_grad(tape, np.ascontiguousarray(d_bk).reshape(B, K * width), K, width)
         else:
-            flat = np.ascontiguousarray(d_bk).reshape(B, K * width)
             g0 = out[0] if out[0] is not None else np.empty((self.sizes[0], K, width), self.dtype)
-            np.matmul(tape.x.T, flat, out=g0.reshape(self.sizes[0], K * width))
+            if tape.x.ndim == 3:                              # each member's own minibatch
+                np.matmul(tape.x.transpose(0, 2, 1), d, out=g0.transpose(1, 0, 2))
+            else:
+                flat = np.ascontiguousarray(d_bk).reshape(B, K * width)
+                np.matmul(tape.x.T, flat, out=g0.reshape(self.sizes[0], K * width))
             grads[0] = g0
         return grads
 
