@@ -14,12 +14,13 @@ from rvfx import cli_support as support
 from rvfx import shipped
 from rvfx.agents import AGENTS
 from rvfx.envs import ENVS
+from rvfx.experiment.folders import Busy, ForeignFolder
 
 
 class _Main(click.Group):
     """An OS error reaching a command (a file that cannot be read or written, a full disk) ends in
-    one line naming the file, exit 1. A run's own errors never get here: the runner keeps each
-    one's traceback in failed/."""
+    one line naming the file, exit 1; a link or a record where rvfx would write a folder of its own,
+    exit 2. A run's own errors never get here: the runner keeps each one's traceback in failed/."""
 
     def invoke(self, ctx):
         try:
@@ -27,6 +28,10 @@ class _Main(click.Group):
         except BrokenPipeError:              # `rvfx list | head`: the reader left, nothing to say
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
+        except ForeignFolder as err:
+            support.fail(str(err), 2)
+        except Busy as err:
+            support.fail(str(err), 1)
         except OSError as err:
             support.fail(support.os_error(err), 1)
 
@@ -76,6 +81,7 @@ def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_
     from rvfx.experiment.runner import run_sweep
     from rvfx.experiment.spec import resolved_yaml
     exp = support.load(spec, scale, sets, allow_long)
+    support.results_folder(out, exp)
     from rvfx.experiment.runner import other_sweep
     refused = other_sweep(out, exp, spec)
     if refused:
@@ -156,6 +162,7 @@ def collect(spec, scale, sets, out):
     from rvfx.experiment import results
     from rvfx.experiment.spec import resolved_yaml
     exp = support.load(spec, scale, sets)
+    support.results_folder(out, exp)
     for name, path in results.collect(out, exp.runs, resolved_yaml(exp)).items():
         click.echo(f"{name}: {path}")
     lacking = results.missing_runs(out, exp.name)

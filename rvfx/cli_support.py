@@ -52,16 +52,37 @@ def blas_preflight(dask_address) -> None:
         fail(problem, 2)
 
 
+def _not_under_a_file(out: str, exp) -> None:
+    """--out names a place a folder can be: no file on the way to OUT/<experiment>; else one line, exit 2."""
+    folder = Path(out) / exp.name
+    blocker = next((p for p in folder.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        fail(f"--out {out}: {blocker} is not a directory", 2)
+
+
+def results_folder(out: str, exp) -> None:
+    """OUT/<experiment> is rvfx's to write: no link in place of it or of its folders, and not a
+    record or an export (tables without shards); else one line, exit 2, nothing written."""
+    from rvfx.experiment import folders, results
+    _not_under_a_file(out, exp)
+    try:
+        refused = results.not_results(folders.experiment_folder(out, exp.name))
+    except folders.ForeignFolder as err:
+        refused = str(err)
+    if refused:
+        fail(refused, 2)
+
+
 def preflight(out: str, exp) -> None:
     """Before any run starts: OUT/<experiment>/ can be made and written (a probe file is written,
     synced and deleted) and has room for a shard; else one line, exit 2, and nothing computed."""
+    from rvfx.experiment import folders
     from rvfx.experiment.memory import shard_bytes
     folder = Path(out) / exp.name
-    blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
-    if blocker is not None:
-        fail(f"--out {out}: {blocker} is not a directory", 2)
+    _not_under_a_file(out, exp)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folders.inside(out, exp.name)
+        folders.experiment_folder(out, exp.name)
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -71,6 +92,8 @@ def preflight(out: str, exp) -> None:
         finally:
             os.unlink(probe)
         free = shutil.disk_usage(folder).free
+    except folders.ForeignFolder as err:
+        fail(str(err), 2)
     except OSError as err:
         fail(f"--out {out}: cannot write results in {folder}: {os_error(err)}", 2)
     need = max((shard_bytes(r.episodes, r.log) for r in exp.runs), default=0)
@@ -82,9 +105,16 @@ def preflight(out: str, exp) -> None:
 def recorder(exp, out: str, record_dir: str, claims_path: str):
     """(recorder, recorded): a Recorder that merges the finished runs into the record in RECORD_DIR
     as they come, and the run ids of `exp` that record holds; a record or registry that cannot be
-    used ends here, before anything runs."""
+    used, or a record another process is writing (its lock, held here until the command ends),
+    ends here, before anything runs."""
+    from rvfx.experiment.folders import Busy
+    from rvfx.report.export import record_lock
     from rvfx.report.record import Recorder, RecordError, lacking, recorded
     from rvfx.report.registry import RegistryError, load_registry
+    try:        # held until the command ends: one writer at a time on a record
+        click.get_current_context().with_resource(record_lock(Path(record_dir), exp.name))
+    except Busy as err:
+        fail(f"--record {record_dir}: {err}", 1)
     try:
         registry = load_registry(claims_path)
         ids, strays = recorded(registry, Path(record_dir), exp)

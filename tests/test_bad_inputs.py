@@ -193,7 +193,7 @@ def _no_room_for_a_shard(tmp_path, monkeypatch):
 
 def _collect_under_a_file(tmp_path):
     table = tmp_path / "out" / "tiny" / "runs.csv"
-    return ["collect", tmp_path / "tiny.yaml", "--out", table / "sub"], 1, [f"{table / 'sub'}", "Not a directory"]
+    return ["collect", tmp_path / "tiny.yaml", "--out", table / "sub"], 2, [f"{table} is not a directory"]
 
 
 def _plot_damaged(name: str, damage):

@@ -4,18 +4,20 @@ checkpointed episode instead of at episode 1, and nothing read back runs code.
 At the end of an episode, at most every CHECKPOINT_EVERY seconds, the state of the run's agent,
 environment and `live` loop (their random generators' states included) is written as data
 (rvfx.experiment.object_state: a JSON tree and .npy arrays in one uncompressed zip) to
-OUT/<experiment>/checkpoints/<run_id>.npz, renamed into place, and then described by
-<run_id>.json: the run's id and settings, the episode, the seconds spent, the data's size and
-sha256, behind an HMAC-SHA256 line keyed by the user's own key (KEY, made 0600 on first use).
-Both files are written 0600. To resume, the runner builds a fresh agent and environment from the
-spec and the checkpoint restores its state into them. Before a byte of either file is
+OUT/<experiment>/checkpoints/<run_id>.<episode>.npz, renamed into place, and then described by
+<run_id>.json, renamed into place last: the run's id and settings, the episode, the data file's
+name, the seconds spent, the data's size and sha256, behind an HMAC-SHA256 line keyed by the
+user's own key (KEY, made 0600 on first use). Both files are written 0600. To resume, the
+runner builds a fresh agent and environment from the spec and the checkpoint restores its state
+into them. Before a byte of either file is
 interpreted, each must be a regular file (not a link) owned by this user and writable by no
 one else, the description's HMAC must verify and the data's size and sha256 must match it;
 then the state must fit the fresh objects (same classes, attributes, array shapes). Anything
 else (planted, copied from another user or machine, damaged, half-replaced, other settings,
 another format) is named in one line and ignored: the run starts at episode 1. A resumed run
-writes the same bytes as an uninterrupted one (tests/test_checkpoint.py). Both files go once
-the shard is written or the run has failed. Like shards, checkpoints are identified by the
+writes the same bytes as an uninterrupted one (tests/test_checkpoint.py). A kill between the two
+renames leaves the previous description naming the previous data, still complete: the run resumes
+there. The files go once the shard is written or the run has failed. Like shards, checkpoints are identified by the
 run's settings, not the code.
 """
 from __future__ import annotations
@@ -35,11 +37,11 @@ from pathlib import Path
 import numpy as np
 
 from rvfx.core.live import LiveState
-from rvfx.experiment import object_state
+from rvfx.experiment import folders, object_state
 from rvfx.experiment.results import experiment_dir, write_atomic
 
 CHECKPOINT_EVERY = 600.0     # seconds of a run between checkpoints: at most this much is redone
-FORMAT = 2
+FORMAT = 3
 PRIVATE = 0o600              # checkpoints are the user's own, whatever the umask
 MAX_HEAD = 1 << 20           # bytes of a description (it holds the run's settings)
 MAX_TREE = 1 << 28           # bytes of the JSON tree of a run's state
@@ -130,20 +132,36 @@ class Checkpoint:
     """The checkpoint of one run: `load` what a cut-off attempt left, `save_if_due` as it goes."""
 
     def __init__(self, out, run):
-        folder = experiment_dir(out, run.experiment) / "checkpoints"
-        self.path, self.meta = folder / f"{run.run_id}.npz", folder / f"{run.run_id}.json"
-        self.legacy = folder / f"{run.run_id}.pkl"        # an older rvfx's pickle: never read, removed
+        self.out, self.experiment = out, run.experiment
+        self.folder = experiment_dir(out, run.experiment) / "checkpoints"
+        self.meta = self.folder / f"{run.run_id}.json"
         self.run_id, self.settings = run.run_id, json.loads(json.dumps(run.settings))
         self.start, self.earlier = time.perf_counter(), 0.0
         self.due = self.start + CHECKPOINT_EVERY
         self.failed = False
+
+    def data_name(self, episode: int) -> str:
+        """The data file of the checkpoint after `episode`: each checkpoint's data has a name of its
+        own, so the description (renamed last) always names complete data, whenever a kill comes."""
+        return f"{self.run_id}.{int(episode)}.npz"
+
+    def data_files(self) -> list[Path]:
+        """The run's data files present (an older one whose description was not yet replaced, a
+        newer one whose description never came), oldest first."""
+        found = self.folder.glob(f"{self.run_id}.*.npz")
+        return sorted((p for p in found if p.name.split(".")[1].isdigit()), key=lambda p: int(p.name.split(".")[1]))
+
+    @property
+    def path(self) -> Path:
+        """The newest data file present (`data_name` of episode 0 when there is none)."""
+        return (self.data_files() or [self.folder / self.data_name(0)])[-1]
 
     def elapsed(self) -> float:
         """Seconds the run has taken, over every attempt that reached a checkpoint."""
         return self.earlier + time.perf_counter() - self.start
 
     def exists(self) -> bool:
-        return self.path.exists() or self.meta.exists() or self.legacy.exists()
+        return self.meta.exists() or bool(self.data_files())
 
     def head(self) -> dict:
         """The verified description; Refused (why not) unless its HMAC verifies under the user's
@@ -162,14 +180,17 @@ class Checkpoint:
             raise Refused(f"{self.meta}: not an rvfx checkpoint of format {FORMAT}")
         if head.get("run_id") != self.run_id or head.get("settings") != self.settings:
             raise Refused(f"{self.meta}: made for another run or other settings")
+        if head.get("data") != self.data_name(head.get("episode", -1)):
+            raise Refused(f"{self.meta}: names no data file of this run")
         return head
 
     def data(self, head: dict):
         """The data file, open at its start, once its size and sha256 are the description's."""
-        f, size = _read(self.path, int(head["size"]))
+        path = self.folder / head["data"]
+        f, size = _read(path, int(head["size"]))
         if size != head["size"] or _sha256(f) != head["sha256"]:
             f.close()
-            raise Refused(f"{self.path}: {DAMAGED}")
+            raise Refused(f"{path}: {DAMAGED}")
         f.seek(0)
         return f
 
@@ -186,9 +207,9 @@ class Checkpoint:
         except Refused as err:
             problem = str(err)
         except object_state.Mismatch as err:
-            problem = f"{self.path}: does not fit a fresh run: {err}"
+            problem = f"{self.folder / head['data']}: does not fit a fresh run: {err}"
         except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, RecursionError) as err:
-            problem = f"{self.path}: unreadable ({type(err).__name__}: {err})"
+            problem = f"{self.meta}: unreadable ({type(err).__name__}: {err})"
         else:
             self.earlier = float(head["seconds"])
             return state
@@ -208,20 +229,33 @@ class Checkpoint:
         try:
             key = user_key(create=True)
             tree, arrays = object_state.encode({"agent": agent, "env": env, "state": state})
-            hashing = []
-            write_atomic(self.path, lambda f: hashing.append(_write_data(f, tree, arrays)), mode=PRIVATE)
+            hashing, data = [], folders.inside(self.out, self.experiment, "checkpoints") / self.data_name(state.episode)
+            write_atomic(data, lambda f: hashing.append(_write_data(f, tree, arrays)), mode=PRIVATE)
             body = json.dumps({"format": FORMAT, "run_id": self.run_id, "settings": self.settings,
-                               "episode": state.episode, "seconds": round(self.elapsed(), 3),
+                               "episode": state.episode, "seconds": round(self.elapsed(), 3), "data": data.name,
                                "size": hashing[0].size, "sha256": hashing[0].sha.hexdigest()},
                               sort_keys=True).encode()
             write_atomic(self.meta, lambda f: f.write(mac(key, body).encode() + b"\n" + body), mode=PRIVATE)
+            for older in self.data_files():
+                if older != data:
+                    older.unlink(missing_ok=True)
         except Exception as err:
             self.failed = True
             print(f"run {self.run_id}: no checkpoints for this run: {type(err).__name__}: {err}",
                   file=sys.stderr, flush=True)
 
     def remove(self) -> None:
-        for path in (self.path, self.meta, self.legacy):
+        """Remove the run's checkpoint files, and the temp files of a writer killed midway; never
+        through a link in place of the checkpoints folder (nothing is deleted then)."""
+        try:
+            if not folders.is_folder(self.folder):
+                return
+        except folders.ForeignFolder as err:
+            print(f"run {self.run_id}: checkpoints not removed: {err}", file=sys.stderr, flush=True)
+            return
+        stale = [*self.data_files(), self.meta, self.folder / f"{self.run_id}.npz", self.folder / f"{self.run_id}.pkl",
+                 *self.folder.glob(f".{self.run_id}.*.tmp")]
+        for path in stale:
             path.unlink(missing_ok=True)
 
 

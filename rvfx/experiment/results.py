@@ -29,6 +29,7 @@ from typing import BinaryIO
 import pandas as pd
 
 from rvfx.envs import ENVS
+from rvfx.experiment import folders
 from rvfx.experiment.provenance import blas_kernels, code_version, environment
 from rvfx.experiment.spec import as_current
 
@@ -164,8 +165,7 @@ def write_atomic(path: Path, write: Callable[[BinaryIO], object], mode: int | No
 def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
                 extra: dict[str, pd.DataFrame] | None = None) -> None:
     """Write the run's tables (and any `extra` ones) into a temp dir, then rename it into place."""
-    final = shard_dir(out, run)
-    final.parent.mkdir(parents=True, exist_ok=True)
+    final = folders.inside(out, run.experiment, "shards") / run.run_id
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{run.run_id}.", suffix=".tmp"))
     try:
         os.chmod(tmp, DIR_MODE)         # a group-shared --out (umask 002) stays readable to the group
@@ -205,7 +205,7 @@ def _replace_dir(tmp: Path, final: Path) -> None:
 
 
 def write_failure(out, run, traceback_text: str) -> Path:
-    path = experiment_dir(out, run.experiment) / "failed" / f"{run.run_id}.txt"
+    path = folders.inside(out, run.experiment, "failed") / f"{run.run_id}.txt"
     write_atomic_text(path, f"run {run.run_id}: {run.agent} on {run.env} seed {run.seed} "
                             f"{run.swept}\n\n{traceback_text}")
     return path
@@ -260,15 +260,29 @@ def write_named(path: Path, text: str) -> None:
         raise OSError(err.errno, err.strerror or str(err), str(path)) from err
 
 
+def not_results(exp_dir: Path) -> str | None:
+    """Why `collect` must not write the tables of `exp_dir`, or None: it holds tables but no shards/
+    (a record or an export, e.g. figures/paper), whose tables no shard of its own could rebuild."""
+    if (exp_dir / "runs.csv").exists() and not (exp_dir / "shards").exists():
+        return (f"{exp_dir} holds tables without shards (a record or an export): collecting there would replace "
+                f"them; update a record with `rvfx run SPEC --record {exp_dir.parent}`, or use another folder")
+    return None
+
+
 def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
     """Concatenate the verified shards of `runs` (in spec order) into the experiment's tables.
 
     Runs without a verified shard are listed in failures.csv (failed, damaged or missing);
-    a table no verified shard feeds any more is removed, so nothing stale looks current.
+    a table no verified shard feeds any more is removed, so nothing stale looks current. A folder
+    of tables without shards (a record) is refused, a link in place of a folder too (ForeignFolder).
     """
     if not runs:
         return {}
-    exp_dir = experiment_dir(out, runs[0].experiment)
+    exp_dir = folders.experiment_folder(out, runs[0].experiment)
+    refused = not_results(exp_dir)
+    if refused:
+        raise folders.ForeignFolder(refused)
+    exp_dir = folders.inside(out, runs[0].experiment)
     tables, made_by, failures = shard_tables(out, runs)
     written, checksums = {}, {}
     for name, df in tables.items():

@@ -3,14 +3,12 @@ concurrent.futures Executor or on Dask (rvfx.experiment.executors), one sweep pe
 time, with a progress bar over episodes and a clean stop on Ctrl-C."""
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import signal
 import socket
-import stat
 import sys
 import threading
 import time
@@ -31,7 +29,7 @@ from rvfx.agents import AGENTS, make_agent
 from rvfx.core.live import live
 from rvfx.core.protocols import run_tables
 from rvfx.envs import ENVS
-from rvfx.experiment import results
+from rvfx.experiment import folders, results
 from rvfx.experiment.checkpoint import Checkpoint
 from rvfx.experiment.executors import ExecutorPool, LocalPool, Progress, Stopped, dask_pool
 from rvfx.experiment.plugins import load_plugins
@@ -169,32 +167,16 @@ class Interrupted(Exception):
 @contextmanager
 def sweep_lock(out, experiment: str):
     """Hold OUT/<experiment>/.lock for one sweep, so that a second sweep into the same folder
-    stops at once (SweepBusy) instead of racing this one for its shards. It is an flock: the
-    OS drops it when the holder dies, even by SIGKILL, so a stale lock never blocks a resume.
-    Failing beats waiting: a second sweep there is usually the same command started twice."""
-    path = results.experiment_dir(out, experiment) / ".lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:            # never through a link: truncating one would truncate its target
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, results.FILE_MODE)
-    except OSError as err:
-        raise SweepBusy(f"{path}: " + ("a symbolic link, not rvfx's lock: remove it" if os.path.islink(path)
-                                       else f"cannot be opened as a lock ({err.strerror})")) from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-        os.close(fd)
-        raise SweepBusy(f"{path}: " + ("not a regular file" if not stat.S_ISREG(st.st_mode) else
-                                       "a hard link to another file") + ", not rvfx's lock: remove it")
-    with os.fdopen(fd, "r+", encoding="utf-8") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = f.read().strip() or "another process"
-            raise SweepBusy(f"{path.parent} is in use by {holder} (lock {path}); "
-                            f"wait for it to finish or use another --out") from None
-        f.truncate()
-        f.write(f"rvfx run, pid {os.getpid()} on {socket.gethostname()}\n")
-        f.flush()
-        yield
+    stops at once (SweepBusy) instead of racing this one for its shards (folders.lock: an flock,
+    dropped when the holder dies). Failing beats waiting: a second sweep there is usually the
+    same command started twice."""
+    path = folders.inside(out, experiment) / ".lock"
+    try:
+        with folders.lock(path, f"rvfx run, pid {os.getpid()} on {socket.gethostname()}",
+                          "wait for it to finish or use another --out"):
+            yield
+    except folders.Busy as err:
+        raise SweepBusy(str(err)) from None
 
 
 class SweepProgress:
@@ -347,8 +329,9 @@ def _after_break(pool, futures: dict, out: str, tries: dict, arrived) -> dict:
 
 def _clean_strays(out: str, experiment: str) -> None:
     """Remove what a writer killed midway left in the shards and failed folders (.NAME.*.tmp, and
-    .NAME.PID.old of a shard being replaced); called under the sweep's lock, so no live writer's."""
-    d = results.experiment_dir(out, experiment)
+    .NAME.PID.old of a shard being replaced); called under the sweep's lock, so no live writer's.
+    Never through a link: a link in place of either folder is refused (folders.ForeignFolder)."""
+    d = folders.experiment_folder(out, experiment)
     for stray in [*d.glob("shards/.*.tmp"), *d.glob("shards/.*.old"), *d.glob("failed/.*.tmp")]:
         if stray.is_dir() and not stray.is_symlink():
             shutil.rmtree(stray, ignore_errors=True)

@@ -6,11 +6,14 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pandas as pd
 
+from rvfx.experiment import folders
 from rvfx.experiment.results import FILE_MODE, TABLES, DamagedTable, experiment_dir, load_spec_value, load_table
 from rvfx.figures import FIGURES
 from rvfx.report.registry import RegistryError
@@ -70,7 +73,10 @@ def write_tables(dst: Path, frames: dict[str, pd.DataFrame], extras: dict[str, s
         new.mkdir(parents=True)
         for kept in sorted(dst.iterdir()) if dst.is_dir() else ():
             if kept.suffix != ".csv" and kept.name not in (*EXTRAS, TABLES):
-                (shutil.copytree if kept.is_dir() and not kept.is_symlink() else shutil.copy2)(kept, new / kept.name)
+                if kept.is_dir() and not kept.is_symlink():
+                    shutil.copytree(kept, new / kept.name, symlinks=True)
+                else:
+                    shutil.copy2(kept, new / kept.name, follow_symlinks=False)
         for name, text in texts.items():                # tables.json last
             _write_file(new / name, text.encode("utf-8"), dst / name)
         _switch(new, dst)
@@ -120,18 +126,20 @@ def _fsync_dir(folder: Path) -> None:
 def repair(dst: Path) -> str | None:
     """Finish or undo a write_tables cut short (a kill, a full disk, a lost machine) and say which
     on stderr: with the old folder parked, the new one was complete, so it goes in; a new one
-    found beside the old (still in place) was not, so it goes. None when there was nothing to do."""
+    found beside the old (still in place) was not, so it goes. None when there was nothing to do.
+    A link or a file in place of any of the three folders is refused (ForeignFolder), nothing moved."""
     new, old = _aside(dst, "new"), _aside(dst, "old")
-    if not new.exists() and not old.exists():
+    has_dst, has_new, has_old = folders.is_folder(dst), folders.is_folder(new), folders.is_folder(old)
+    if not has_new and not has_old:
         return None
-    if old.exists() and not dst.exists():
-        if new.exists():
+    if has_old and not has_dst:
+        if has_new:
             os.rename(new, dst)
             said = f"{dst}: finished an update cut short (its new tables were complete)"
         else:
             os.rename(old, dst)
             said = f"{dst}: undid an update cut short (its old tables restored)"
-    elif old.exists():
+    elif has_old:
         said = f"{dst}: finished an update cut short (removed its old tables)"
     else:
         said = f"{dst}: undid an update cut short (removed its unfinished new tables)"
@@ -156,6 +164,14 @@ def export_tables(registry: dict, results: Path, out: Path, scale: str | None = 
                             f"tables with fewer (no episodes.csv); nothing exported, choose another --out")
     present = {exp: names for exp, names in sorted(kept_tables(registry).items())
                if (experiment_dir(results, exp) / "runs.csv").exists()}
+    with ExitStack() as held:
+        for exp in present:
+            held.enter_context(record_lock(out, exp))
+        return _export(results, out, scale, present)
+
+
+def _export(results: Path, out: Path, scale: str | None, present: dict[str, set]) -> list[Path]:
+    """export_tables' work, under the locks of the experiments it writes."""
     frames = {}
     for exp, names in present.items():
         src, dst = experiment_dir(results, exp), experiment_dir(out, exp)
@@ -182,3 +198,11 @@ def export_tables(registry: dict, results: Path, out: Path, scale: str | None = 
                      tuple(sorted(present[exp] - set(frames[exp]))))
         written.append(dst)
     return written
+
+
+def record_lock(record: Path, experiment: str):
+    """Hold RECORD/.<experiment>.lock (folders.lock) while the experiment's record is read and
+    rewritten: beside its folder, which is replaced whole. A second writer is refused (folders.Busy)."""
+    return folders.lock(folders.inside(record) / f".{experiment}.lock",
+                        f"rvfx, pid {os.getpid()} on {socket.gethostname()}, updating {experiment}",
+                        "wait for it to finish, then run again")
