@@ -165,6 +165,10 @@ FIGURES: dict[str, Figure] = {f.id: f for f in [
            "Fig. 17's contrast rerun at the paper's setting and at the one the positive control and the bridge "
            "identify: returns over episodes of the 50-50 ensemble, one hidden layer, linear Q and DQN, runs "
            "learnt (Fig. 17's criterion, exact CI) and the first episode with return > 100 (median, 95% CI)"),
+    Figure("cartpole_doors", ("cartpole_doors",), "rvfx.figures.cartpole_doors", "draw",
+           "Beyond the paper: Fig. 17's untried doors, each an arm against the paper's task with the 50-50 "
+           "ensemble (DQN beside it): returns over episodes per arm, the first episode with return > 100 per run "
+           "(median, 95% CI), and per arm the runs learnt against the rule (an arm opens if 3 of 5 seeds learn)"),
     Figure("mountaincar", ("mountaincar",), "rvfx.figures.interop", "fig_mountaincar",
            "Gymnasium MountainCar-v0: ensemble RLSVI vs epsilon-greedy DQN with the same network, returns over "
            "episodes (mean ± 1 s.e. over seeds) and the episode each run first reaches the flag (median, 95% CI)"),
