@@ -37,10 +37,26 @@ def load(spec_path, scale, sets, allow_long=True):
     try:
         exp = load_spec(shipped(spec_path), scale, tuple(sets), figure_ids=FIGURES, allow_long=allow_long)
     except SpecError as err:
-        fail(str(err), 2)
+        fail(_with_known_agents(err, scale), 2)
     plugins = click.get_current_context().find_root().obj or ()
     exp.runs = [dataclasses.replace(r, plugins=plugins) for r in exp.runs] if plugins else exp.runs
     return exp
+
+
+def _with_known_agents(err: SpecError, scale: str) -> str:
+    """The spec error, an unknown algorithm's naming the registered agents nearest to it and `--plugin`."""
+    from rvfx.agents import AGENTS, unknown_algorithm
+    from rvfx.experiment.spec import resolved_spec
+    parts = err.path.split(".")
+    if len(parts) != 3 or parts[0] != "agents" or parts[2] != "algorithm" or not err.file:
+        return str(err)
+    try:
+        algo = resolved_spec(err.file, scale)["agents"][parts[1]]["algorithm"]
+    except (SpecError, KeyError, TypeError):
+        return str(err)
+    if not isinstance(algo, str) or algo in AGENTS:      # a --set named it: the message as it was
+        return str(err)
+    return str(SpecError(err.path, unknown_algorithm(algo), err.file, err.line))
 
 
 def blas_preflight(dask_address) -> None:
@@ -96,6 +112,10 @@ def preflight(out: str, exp) -> None:
         fail(str(err), 2)
     except OSError as err:
         fail(f"--out {out}: cannot write results in {folder}: {os_error(err)}", 2)
+    from rvfx.experiment.checkpoint import key_problem
+    problem = key_problem()
+    if problem:
+        fail(f"checkpoint {problem}", 2)
     need = max((shard_bytes(r.episodes, r.log) for r in exp.runs), default=0)
     if free < need:
         fail(f"--out {out}: {folder} has {free / 2**20:,.1f} MB free, a run's shard needs about "

@@ -128,11 +128,11 @@ def test_two_concurrent_record_sweeps_end_as_the_two_applied_in_turn(tiny_spec, 
         assert invoke("run", tiny_spec, "--out", tmp_path / out, *sets, "--record", ref).exit_code == 0
     record = tmp_path / "R"
     cmd = [sys.executable, "-c", "from rvfx.cli import main; main()", "run", str(tiny_spec), *sets, "--record", str(record)]
-    procs = [subprocess.Popen([*cmd, "--out", str(tmp_path / out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True) for out in ("c1", "c2")]
-    ends = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    procs = [subprocess.Popen([*cmd, "--out", str(tmp_path / out)], stdout=subprocess.DEVNULL,
+                              stderr=open(tmp_path / f"{out}.err", "w")) for out in ("c1", "c2")]
+    ends = [(p.wait(timeout=300), (tmp_path / f"{out}.err").read_text()) for p, out in zip(procs, ("c1", "c2"))]
     refused = [err for code, err in ends if code != 0]
-    assert len(refused) <= 1 and all(code in (0, 1) for code, _ in ends)
+    assert len(refused) <= 1 and all(code in (0, 1) for code, _ in ends), ends
     for err in refused:
         assert [line for line in err.splitlines() if line.startswith("error:")] == [err.splitlines()[-1]]
         assert "in use by" in err
@@ -198,3 +198,12 @@ def test_a_finished_run_leaves_no_checkpoint_temp_file(tmp_path, monkeypatch):
     stray.write_bytes(b"partial")
     assert run_and_store(run, tmp_path / "out").ok
     assert not stray.exists() and list(folder.iterdir()) == []
+
+
+def test_a_key_path_that_is_a_folder_is_named_before_the_sweep_starts(tiny_spec, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    checkpoint.key_path().mkdir(parents=True)
+    result = invoke("run", tiny_spec, "--out", tmp_path / "out", *ONE_RUN)
+    line = one_error_line(result)
+    assert result.exit_code == 2 and f"key {checkpoint.key_path()}: not a regular file" in line
+    assert not (tmp_path / "out" / "tiny" / "shards").exists()

@@ -68,7 +68,6 @@ def read_private(path: Path, limit: int, others: int = 0o022):
         raise Refused("missing") from None
     except OSError as err:
         raise Refused("a symbolic link" if os.path.islink(path) else f"unreadable ({err.strerror})") from None
-    f = os.fdopen(fd, "rb")
     st = os.fstat(fd)
     problem = ("not a regular file" if not stat.S_ISREG(st.st_mode)
                else "owned by another user" if st.st_uid != os.geteuid()
@@ -76,9 +75,9 @@ def read_private(path: Path, limit: int, others: int = 0o022):
                else "readable by group or others" if st.st_mode & others
                else f"larger than {limit} bytes" if st.st_size > limit else None)
     if problem is not None:
-        f.close()
+        os.close(fd)
         raise Refused(problem)
-    return f, st.st_size
+    return os.fdopen(fd, "rb"), st.st_size
 
 
 def user_key(create: bool = False) -> bytes:
@@ -106,6 +105,19 @@ def user_key(create: bool = False) -> bytes:
     if len(key) != 32:
         raise Refused(f"key {path}: not a key of 32 bytes")
     return key
+
+
+def key_problem() -> str | None:
+    """Why the user's checkpoint key cannot be used (a folder or a link in its place, others may
+    read it), or None when it is usable or not yet made: checked before a sweep starts, so that the
+    key, not each checkpoint, is named."""
+    if not os.path.lexists(key_path()):
+        return None
+    try:
+        user_key()
+    except Refused as err:
+        return f"{err}: fix or remove it (rvfx makes a new one; checkpoints signed by the old are not resumed)"
+    return None
 
 
 def mac(key: bytes, body: bytes) -> str:
