@@ -59,7 +59,7 @@ def main(ctx, plugins):
     ctx.obj = tuple(plugins)
 
 
-@main.command()
+@main.command(epilog="Shipped experiments (`rvfx list experiments`): " + ", ".join(shipped.experiments()))
 @click.argument("spec", type=click.Path())
 @click.option("--scale", type=click.Choice(["ci", "paper"]), default="ci", show_default=True)
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
@@ -76,7 +76,8 @@ def main(ctx, plugins):
                    "rerun, and it takes each run as it finishes, so a sweep outlives its --out folder")
 @_claims_option("the registry naming the tables a --record keeps")
 def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_dir, claims_path):
-    """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV."""
+    """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV. SPEC is a spec file
+    or the name of a shipped experiment, e.g. `rvfx run deepsea_tabular` from any folder."""
     from rvfx.experiment import checkpoint, results
     from rvfx.experiment.runner import run_sweep
     from rvfx.experiment.spec import resolved_yaml
@@ -145,6 +146,10 @@ def validate(specs, scale, sets, allow_long):
                 f"a busy or slower machine can take several times that" if exp.cpu_seconds > 0 else
                 "no CPU estimate: its environment's sizes are known only once an extra builds it")
         click.echo(f"{spec}: ok ({exp.name}, {len(exp.runs)} runs at scale {scale}, {cost})")
+        uncosted = sorted({r.algorithm for r in exp.runs if AGENTS[r.algorithm].cost is None})
+        if uncosted and exp.cpu_seconds > 0:
+            click.echo(f"  no cost declared by {', '.join(uncosted)}: the estimate counts only the fixed costs per "
+                       f"step and per episode for it (AgentEntry's optional cost hook)")
         total += exp.cpu_seconds
         unknown += exp.cpu_seconds <= 0
     if len(specs) > 1:

@@ -1,14 +1,17 @@
 """Agent registry: name -> AgentEntry(factory(params, env, rng), parameter dataclass, requires, summary,
-sizes, cost).
+sizes, cost). Only the first two are needed: an agent class whose constructor takes (params, env,
+rng) is its own factory, `AgentEntry(MyAgent, MyParams)`.
 
-`requires` is what an environment must offer for the agent (a protocol of `rvfx.core.protocols`,
-an environment class, or a tuple of either, any one of which will do), or a function of the
-agent's parameters giving that. It is checked against what the environment declares it offers
+`requires` (default: any environment) is what an environment must offer for the agent (a protocol
+of `rvfx.core.protocols`, an environment class, or a tuple of either, any one of which will do), or
+a function of the agent's parameters giving that. It is checked against what the environment declares it offers
 (`rvfx.core.protocols.offered`): by `make_agent`, and by the spec check before a run, through
 `environments`. `summary` is the line `rvfx list agents` shows. The optional rest is what a run
 of the agent costs, for rvfx.experiment.memory's estimates: `sizes(params, z)`, the sizes it adds
 to the environment's (M), and `cost(params, z, episodes, size_key)`, its `RunCost` (rvfx.core.cost).
+Without `cost` a run is charged the fixed costs per step and per episode only (`rvfx validate` says so).
 """
+import difflib
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -22,7 +25,15 @@ from rvfx.agents.tabular.psrl import PSRL, PSRLParams
 from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.agents.tabular.ucrl2 import UCRL2, UCRL2Params
 from rvfx.agents.tabular.uncertainty import UncertaintyParams, UncertaintyProbe, uncertainty_cost
-from rvfx.core.protocols import Layered, LinearFeatures, OwnNetworkInput, Pixels, VectorObservations, offered
+from rvfx.core.protocols import (
+    Environment,
+    Layered,
+    LinearFeatures,
+    OwnNetworkInput,
+    Pixels,
+    VectorObservations,
+    offered,
+)
 from rvfx.envs import ENVS
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp
 from rvfx.envs.deep_sea import DeepSea
@@ -33,7 +44,7 @@ from rvfx.envs.random_mdp import RandomMDP
 class AgentEntry(NamedTuple):
     factory: Callable
     params: type
-    requires: type | tuple | Callable
+    requires: type | tuple | Callable = Environment
     summary: str = ""
     sizes: Callable | None = None
     cost: Callable | None = None
@@ -102,6 +113,21 @@ AGENTS = {
         "linear learn_brlsvi (Sec. 7.1.4, Fig. 13), bootstrapped noise",
         sizes=linear_sizes, cost=linear_cost(bootstrap=True)),
 }
+
+
+def nearest(name: str, known, n: int = 5) -> list[str]:
+    """Up to `n` of the names `known`, nearest to `name` first (difflib's similarity ratio)."""
+    ratio = {k: difflib.SequenceMatcher(None, name, k).ratio() for k in known}
+    return sorted(ratio, key=lambda k: -ratio[k])[:n]
+
+
+def unknown_algorithm(name: str) -> str:
+    """Why `name` names no agent, in one line: the registered ones nearest to it, and how to bring one."""
+    close = difflib.get_close_matches(name, list(AGENTS), n=1, cutoff=0.6)      # as the spec's other keys say it
+    guess = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"unknown algorithm {name!r}{guess}; registered ones, nearest first: "
+            f"{', '.join(nearest(name, AGENTS))}, ... (`rvfx list agents`); an agent of your own is registered "
+            f"by a module: rvfx --plugin MODULE ...")
 
 
 def requirement(name: str, params=None) -> tuple:

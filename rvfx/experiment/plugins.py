@@ -6,10 +6,14 @@ AgentEntry, an (environment class, parameter dataclass) pair, or a Figure) and `
 Every process that validates or executes runs loads them: the driver before it reads a spec,
 each worker before its run (RunSpec.plugins names the modules), so a plugin agent runs under
 any start method (fork, spawn, forkserver) and on Dask. Only what the user installed or named
-on the command line is imported: nothing read from a spec or a results folder."""
+on the command line is imported: nothing read from a spec or a results folder. A `--plugin` module
+is looked for on the import path and then in the working directory (a worker's is its driver's),
+so a module beside the spec needs no PYTHONPATH."""
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from importlib.metadata import entry_points
 
 from rvfx.agents import AGENTS, AgentEntry
@@ -42,6 +46,8 @@ def load_plugins(modules: tuple[str, ...] = (), registries: dict | None = None) 
                                   f"got {type(entry).__name__}")
             registry[ep.name] = entry
         _loaded.add(group)
+    if modules and os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())         # after the installed packages: a local file shadows none of them
     for module in modules:
         if module not in _loaded:
             try:
