@@ -182,13 +182,23 @@ def collect(spec, scale, sets, out):
 @click.option("--spec", "spec_path", type=click.Path(), default=None,
               help="draw this spec's figures from its own experiment folder (a variant under its own name)")
 def plot(figures, results_dir, out, spec_path):
-    """Draw FIGURES (default: every figure whose results exist) from CSV alone."""
+    """Draw FIGURES (default: every figure whose results exist) from CSV alone. A name that is no
+    registered figure but an experiment under RESULTS gets the standard panels (per-episode curves
+    with 95% bands, learning time against each swept axis) and its summary table."""
     from rvfx.experiment.params import did_you_mean
     from rvfx.figures import FIGURES
+    present = support.experiments_in(results_dir)
     for f in figures:
-        if f not in FIGURES:
-            click.echo(f"error: unknown figure {f!r}{did_you_mean(f, FIGURES)}", err=True)
+        if f not in FIGURES and f not in present:
+            click.echo(f"error: unknown figure {f!r}, and no experiment of that name in {results_dir}"
+                       f"{did_you_mean(f, [*FIGURES, *present])}; `rvfx list figures` lists the figures", err=True)
             sys.exit(2)
+    standard = [f for f in figures if f not in FIGURES]
+    for f in standard:
+        _draw_standard(f, results_dir, out)
+    figures = tuple(f for f in figures if f in FIGURES)
+    if standard and not figures:
+        return
     if spec_path is None:
         return support.draw(figures, results_dir, out)
     exp = support.load(spec_path, "ci", ())
@@ -197,6 +207,43 @@ def plot(figures, results_dir, out, spec_path):
         for name in {e for f in figures for e in FIGURES[f].experiments}:
             (Path(view) / name).symlink_to((Path(results_dir) / exp.name).resolve(), target_is_directory=True)
         support.draw(figures, view, out, shown=results_dir)
+
+
+def _draw_standard(experiment: str, results_dir: str, out: str) -> None:
+    """The standard panels and summary table of EXPERIMENT's tables; one line and exit 1 (missing) or 2
+    (damaged) when they cannot be read."""
+    from rvfx.figures.standard import draw
+    try:
+        paths = draw(Path(results_dir), Path(out), experiment)
+    except FileNotFoundError as err:
+        support.fail(f"{experiment}: {err}", 1)
+    except support.unreadable_tables() as err:
+        support.fail(support.unreadable_file(results_dir, [experiment], err), 2)
+    click.echo(f"{experiment} (standard panels): " + ", ".join(str(p) for p in paths))
+
+
+@main.command()
+@click.argument("experiment")
+@click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["md", "csv"]), default="md", show_default=True,
+              help="md: each estimate with its interval in one cell; csv: the numbers, one column each")
+def summary(experiment, results_dir, fmt):
+    """Print EXPERIMENT's summary table from its tables under RESULTS: per agent and setting, its runs,
+    the final cumulative regret (mean, 95% t-interval), the median learning time (eq. 7.1; 95%
+    bootstrap CI) and the censored runs; the final return where the environment knows no optimum."""
+    from rvfx.analysis.standard import markdown, summary_text
+    from rvfx.analysis.standard import summary as summarise
+    from rvfx.experiment.results import load_table
+    try:
+        runs = load_table(results_dir, experiment, "runs")
+        has_episodes = (Path(results_dir) / experiment / "episodes.csv").is_file()
+        table = summarise(runs, load_table(results_dir, experiment, "episodes") if has_episodes else None)
+    except FileNotFoundError as err:
+        support.fail(f"{experiment}: {err}", 1)
+    except support.unreadable_tables() as err:
+        support.fail(support.unreadable_file(results_dir, [experiment], err), 2)
+    click.echo(markdown(summary_text(table)) if fmt == "md" else table.to_csv(index=False, lineterminator="\n"),
+               nl=fmt == "md")
 
 
 @main.command()
