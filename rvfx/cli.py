@@ -247,6 +247,65 @@ def summary(experiment, results_dir, fmt):
 
 
 @main.command()
+@click.argument("target", metavar="SPEC|AGENT")
+@click.option("--scale", type=click.Choice(["ci", "paper"]), default="ci", show_default=True,
+              help="the battery's scale: ci (N = 4, 5, 6, 8; 3 seeds; seconds for an agent that learns) or "
+                   "paper (Fig. 5's N = 5 ... 20, 10 seeds, up to 10^6 episodes a run)")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--out", type=click.Path(), default="results", show_default=True,
+              help="where the battery's runs go (OUT/scorecard_NAME; a rerun resumes)")
+@click.option("--figures", "figures_dir", type=click.Path(file_okay=False), default="figures", show_default=True)
+def scorecard(target, scale, jobs, out, figures_dir):
+    """Score an agent on Fig. 5's deep-sea scaling battery beside the paper's agents: AGENT is a
+    registered algorithm (with `--plugin`, yours), run with its defaults; SPEC a spec whose agents
+    are run with their settings, on the battery's deep sea settings only. Prints each agent's
+    log-log slope of learning time on N with its 95% CI and the verdict in the paper's terms
+    (polynomial: deep exploration; exponential: dithering), with the paper agents' from the shipped
+    paper-scale baseline, and draws the figure FIGURES/scorecard_NAME.png."""
+    from rvfx import scorecard as sc
+    from rvfx.analysis.standard import markdown
+    from rvfx.experiment import results
+    from rvfx.experiment.runner import run_sweep
+    from rvfx.experiment.spec import resolved_yaml
+    from rvfx.figures.scorecard import draw
+    try:
+        name, agents = sc.agents_of(target, AGENTS)
+    except sc.ScorecardError as err:
+        support.fail(str(err), 2)
+    env = support.load(str(shipped.shipped_spec(sc.BATTERY)), scale, ()).runs[0].settings["env"]
+    if agents is not None:
+        own = support.load(target, scale, ()).runs[0]          # the spec's own errors, at its own lines
+        problem = sc.env_problem({"name": own.env, **own.settings["env"]}, env)
+        if problem:
+            support.fail(f"{target}: {problem}: the scorecard compares agents on the battery's settings only", 2)
+    with tempfile.TemporaryDirectory(prefix="rvfx-scorecard-") as folder:
+        spec = Path(folder) / f"scorecard_{name}.yaml"
+        spec.write_text(sc.battery_spec(name, agents or {name: {"algorithm": name}}), encoding="utf-8")
+        exp = support.load(str(spec), scale, ())
+    support.results_folder(out, exp)
+    support.blas_preflight(None)
+    support.preflight(out, exp)
+    click.echo(f"{exp.name} [{scale}]: {len(exp.runs)} runs -> {Path(out) / exp.name}")
+    failed = [o for o in run_sweep(exp.runs, out, jobs=jobs) if not o.ok]
+    results.collect(out, exp.runs, resolved_yaml(exp))
+    if failed:
+        support.fail(f"{len(failed)} run(s) failed, e.g. {failed[0].run_id}: {failed[0].message}", 1)
+    runs = results.load_table(out, exp.name, "runs")
+    base = sc.load_baseline()
+    table, notes = sc.card(runs, base, sc.battery_env(env))
+    click.echo(markdown(table))
+    for note in notes:
+        click.echo(note)
+    for row in table[table["source"] == "this run"].to_dict("records"):
+        click.echo(f"verdict: {row['agent']}: {row['verdict']} (slope {row['slope [95% CI]']}, {scale} scale)")
+    seeds = runs.groupby(["agent", "env.size"]).size().max()
+    paths = draw(runs, sc.fit_lines(base, sc.battery_env(env)),
+                 f"{name} on Fig. 5's deep sea battery ({scale} scale, {seeds} seeds per N); dashed: the paper's "
+                 f"agents at paper scale", Path(figures_dir), exp.name)
+    click.echo(f"figure: {paths[0]}")
+
+
+@main.command()
 @click.option("--results", "results_dir", type=click.Path(file_okay=False), default="results", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), default="figures", show_default=True,
               help="where report.md and report.html go, beside the figures they show")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_helpers import assert_png, invoke
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -91,3 +92,28 @@ def test_an_rvfx_agent_runs_on_a_gymnasium_environment_from_python(capsys):
     episodes = namespace["episodes"]
     assert list(episodes["episode"])[-1] == 20 and (episodes["return"] >= 1).all()    # CartPole pays 1 a step
     assert "return" in capsys.readouterr().out
+
+
+def test_plot_draws_the_plugin_experiments_standard_panels(own, monkeypatch):
+    import rvfx.figures.standard as module
+    drawn = []
+    real_save = module.save
+    monkeypatch.setattr(module, "save", lambda fig, out, name: drawn.append(fig) or real_save(fig, out, name))
+    monkeypatch.chdir(own)
+    result = invoke("plot", "deepsea_optimist")
+    assert result.exit_code == 0, result.output
+    assert_png(own / "figures" / "deepsea_optimist_standard.png")
+    assert [(ax.get_xlabel(), ax.get_ylabel()) for ax in drawn[0].axes] == [
+        ("episode", "cumulative regret"), ("env.size", "learning time (episodes, eq. 7.1)")]
+    assert (own / "figures" / "deepsea_optimist_summary.md").read_text().count("\n") == 2 + 6   # 2 agents x 3 N
+
+
+def test_the_scorecard_scores_the_plugin_agent_beside_the_papers(own):
+    done = rvfx(own, "--plugin", "optimist", "scorecard", "optimist")
+    assert done.returncode == 0, done.stderr
+    verdict = re.search(r"^verdict: optimist: (.*) \(slope (\S+) \[(\S+), (\S+)\], ci scale\)$", done.stdout, re.M)
+    assert verdict and verdict[1] == "polynomial: deep exploration", done.stdout
+    slope, lo, hi = map(float, verdict.groups()[1:])
+    assert lo <= slope <= hi < 4           # count-based optimism grows far more slowly than UCRL2's N^7 or RLSVI's N^5
+    assert "| RLSVI, tabular (Fig. 5) | 4.99 [4.96, 5.06] |" in done.stdout
+    assert_png(own / "figures" / "scorecard_optimist.png")
