@@ -15,7 +15,6 @@ import pandas as pd
 import yaml
 
 from rvfx.experiment.results import missing_runs
-from rvfx.report.grammar import ExpressionError
 from rvfx.report.registry import versions
 from rvfx.report.rules import GROUP_RULES, order_verdict, rule_verdict
 from rvfx.report.statistics import STATISTICS, level
@@ -116,8 +115,8 @@ def evaluate_claim(claim: dict, rules: dict, results: Path) -> Outcome:
         return Outcome(claim, "inconclusive", [], f"missing: {_relative(err, results)}")
     except KeyError as err:
         return Outcome(claim, "inconclusive", [], f"missing: {source} has no column {err}")
-    except ExpressionError as err:
-        return Outcome(claim, "inconclusive", [], f"not computable on {source}: {err}")
+    except (ValueError, TypeError) as err:     # a condition that cannot be evaluated, a mean of text, ...
+        return Outcome(claim, "inconclusive", [], f"not computable on {source}: {' '.join(str(err).split())}")
     verdict = combine([r.verdict for r in rows], claim.get("aggregate", "all"))
     lacking = missing_runs(results, claim["experiment"]) if "experiment" in claim else None
     if lacking:

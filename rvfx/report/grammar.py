@@ -10,11 +10,13 @@ that nothing a claims file says is ever run as Python or pandas code.
     list      := '[' literal (',' literal)* [','] ']'      (literal: a string, number, True or False)
 
 A column is a name (agent, env.size) or any text between backticks (`agent.M`); a function is abs or
-log10. Text is at most MAX_LENGTH characters and nests at most MAX_DEPTH deep.
+log10. Text is at most MAX_LENGTH characters and nests at most MAX_DEPTH deep; a number is
+finite, a whole one below 2^63 in size (a 64-bit column's range), so that no comparison overflows.
 """
 from __future__ import annotations
 
 import functools
+import math
 import operator
 import re
 
@@ -56,6 +58,8 @@ def _tokens(text: str) -> list[tuple[str, object, int]]:
         kind, value = m.lastgroup, m.group(m.lastgroup)
         if kind == "number":
             value = float(value) if re.search(r"[.eE]", value) else int(value)
+            if not math.isfinite(value) or isinstance(value, int) and abs(value) >= 2**63:
+                raise ExpressionError(f"the number at column {col} is beyond a 64-bit column's range")
         elif kind == "string":
             value = re.sub(r"\\(.)", r"\1", value[1:-1])
         elif kind == "quoted":

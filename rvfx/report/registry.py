@@ -1,15 +1,18 @@
-"""claims.yaml read and checked as a spec is (load_registry): every registered figure mapped, every
-paper figure claimed, every claim complete, naming a table, statistic and rule that tables, statistics
-and rules know, and every condition parsed by the grammar; every version of an amended claim (versions)
-checked as a claim is, and every other reading naming its main claim; RegistryError says
-`FILE:LINE: key: what`."""
+"""claims.yaml read and checked as a spec is (load_registry): every value of the right type and
+within its bounds (the FIELDS tables below: a new field is one line there), every registered figure
+mapped, every paper figure claimed, every claim complete, naming a table, statistic and rule that
+tables, statistics and rules know, and every condition parsed by the grammar; every version of an
+amended claim (versions) checked as a claim is, and every other reading naming its main claim;
+RegistryError says `FILE:LINE: key: what`. A table or image claims.yaml names is a file name inside
+the results folder, checked as a spec's labels are (no '/', no '..')."""
 from __future__ import annotations
 
 import datetime
+import math
 import re
 
 from rvfx.experiment import yaml_lines
-from rvfx.experiment.params import SpecError
+from rvfx.experiment.params import SpecError, did_you_mean, name_problem
 from rvfx.figures import FIGURES
 from rvfx.report.grammar import MAX_LENGTH, ExpressionError, parse
 from rvfx.report.rules import GROUP_RULES, RULE_OPS, RULES
@@ -21,14 +24,183 @@ class RegistryError(ValueError):
     """claims.yaml is malformed; the message names the claim or figure and the field."""
 
 
+# ---- the types of claims.yaml's values: a check raises Invalid (what is wrong, and where below) ----
+
+class Invalid(ValueError):
+    """A value of the wrong type or out of bounds: `message`, at `at` below the checked key ("[2]")."""
+
+    def __init__(self, message: str, at: str = ""):
+        super().__init__(message)
+        self.message, self.at = message, at
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _text(value) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid(f"expected text, got {_shown(value)}")
+
+
+def _name(value) -> None:
+    """A file name inside the results folder (a table, an image), checked as a spec's labels are."""
+    problem = name_problem(value)
+    if problem:
+        raise Invalid(f"a file name inside the results folder: {problem}")
+
+
+def _column(value) -> None:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_LENGTH or not value.isprintable():
+        raise Invalid(f"expected a column name, got {_shown(value)}")
+
+
+def _columns(value) -> None:
+    if not isinstance(value, list):
+        raise Invalid(f"expected a list of column names, got {_shown(value)}")
+    for i, item in enumerate(value):
+        try:
+            _column(item)
+        except Invalid as bad:
+            raise Invalid(bad.message, f"[{i}]") from None
+
+
+def _scalar(value) -> None:
+    """A value a column is compared with: text, true/false, or a number a table's column can hold."""
+    if isinstance(value, float) and not math.isfinite(value) or \
+            isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
+        raise Invalid(f"a number beyond a 64-bit column's range, got {_shown(value)}")
+    if not isinstance(value, (str, int, float)):
+        raise Invalid(f"expected text, a number, true or false, got {_shown(value)}")
+
+
+def _number(low=None, high=None, integer=False, above=False, below=False):
+    """A finite number (an integer with `integer`) in [low, high]; `above`/`below` exclude the ends."""
+    def check(value) -> None:
+        kind = "an integer" if integer else "a number"
+        if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)) or \
+                not math.isfinite(value):
+            raise Invalid(f"expected {kind}, got {_shown(value)}")
+        if low is not None and (value <= low if above else value < low) or \
+                high is not None and (value >= high if below else value > high):
+            ends = f"{'(' if above else '['}{low if low is not None else '-inf'}, " \
+                   f"{high if high is not None else 'inf'}{')' if below else ']'}"
+            raise Invalid(f"expected {kind} in {ends}, got {_shown(value)}")
+    return check
+
+
+def _one_of(*options):
+    def check(value) -> None:
+        if not isinstance(value, str) or value not in options:
+            raise Invalid(f"expected one of {', '.join(options)}, got {_shown(value)}")
+    return check
+
+
+def _condition(value) -> None:
+    try:
+        parse(value)
+    except ExpressionError as err:
+        shown = f": {value!r}" if isinstance(value, str) and len(value) <= MAX_LENGTH else ""
+        raise Invalid(f"{err}{shown}") from None
+
+
+def _filter(value) -> None:
+    """A condition, or {column: min | max | value} (the rows where the column is that)."""
+    if not isinstance(value, dict):
+        return _condition(value)
+    if not value or not all(isinstance(c, str) and c and (v is None or _is_scalar(v)) for c, v in value.items()):
+        raise Invalid("a filter {column: min | max | value} names columns and gives plain values")
+
+
+def _is_scalar(value) -> bool:
+    try:
+        _scalar(value)
+    except Invalid:
+        return False
+    return True
+
+
+def _filters(value) -> None:
+    """`where`: a filter, or a list of them (all must hold)."""
+    for i, item in enumerate(value if isinstance(value, list) else [value]):
+        try:
+            _filter(item)
+        except Invalid as bad:
+            raise Invalid(bad.message, f"[{i}]" if isinstance(value, list) else "") from None
+
+
+def _tiers(value) -> None:
+    """An order's tiers: ascending, or a list of levels, a tier of several levels as a list."""
+    if value == "ascending":
+        return
+    if not isinstance(value, list) or not value:
+        raise Invalid(f"expected ascending or a list of tiers, got {_shown(value)}")
+    for i, tier in enumerate(value):
+        for level in tier if isinstance(tier, list) and tier else [tier]:
+            if not _is_scalar(level):
+                raise Invalid(f"a tier is a level (text, a number, true or false) or a list of them, "
+                              f"got {_shown(tier)}", f"[{i}]")
+
+
+def _mapping(value) -> None:
+    if not isinstance(value, dict):
+        raise Invalid(f"expected a mapping, got {_shown(value)}")
+
+
+CLAIM_ID = re.compile(r"[a-z0-9_]+")
+FRACTION = _number(0, 1)
+RULE_CONSTANTS = {
+    "level": _number(0.5, 1, below=True),
+    "bootstrap.resamples": _number(100, 20_000, integer=True),
+    "bootstrap.seed": _number(0, 2**63 - 1, integer=True),
+    "about.half_width": _number(0, 100, above=True),
+    "about.max_ci_width": _number(0, 100, above=True),
+    "nearest.half_width": _number(0, 100, above=True),
+    "below.margin": _number(0, 100),
+    "at_most.margin": _number(0, 100),
+    "most.at_least": FRACTION,
+    "most.excludes_few_above": FRACTION,
+    "few.at_most": FRACTION,
+    "few.excludes_most_below": FRACTION,
+}
+"""rules: the constants of the verdict rules, every one required: the confidence level of every
+interval, the bootstrap's resamples (their indices take resamples x runs x 8 bytes) and seed, and
+the bands and margins on a statistic's scale (an exponent, or log2 of a ratio: at most 100)."""
+FIGURE_FIELDS = {"paper": _text, "own": _text, "diagram": _text, "image": _name, "tables": None}
+"""figures.<id>: one of paper, own or diagram; its PNG's name; the tables kept with it (names)."""
+CLAIM_FIELDS = {
+    "id": None, "figure": _text, "paper": _text, "words": _text, "experiment": _name, "table": _name,
+    "where": _filters, "by": _columns, "group": _column, "aggregate": _one_of("all", "any"), "note": _text,
+    "statistic": _mapping, "rule": _mapping, "amendments": None, "beyond": _text, "reading": None,
+}
+"""A claim's keys and the type of each (None: checked on its own below)."""
 CLAIM_REQUIRED = {"id", "figure", "paper", "words", "statistic", "rule"}
-CLAIM_OPTIONAL = {"experiment", "table", "where", "by", "group", "aggregate", "note", "amendments", "beyond",
-                  "reading"}
+PARAMETERS = {
+    "kind": None, "column": _column, "strata": _column, "criterion": _condition, "x": _column,
+    "growth": _one_of("exponential"), "compare": _column, "a": _scalar, "b": _scalar, "numerator": _filter,
+    "reference": _filter, "candidates": _filter, "over": _column,
+    "target": _number(-1e9, 1e9), "op": _text, "tiers": _tiers, "set": _filter,
+}
+"""The type of each parameter of a statistic (STATISTICS) and of a rule (RULES)."""
 EVALUATIVE = ("statistic", "rule", "where", "by", "group", "aggregate", "table", "experiment")
 """The keys of a claim that decide its verdict: those an amendment may replace."""
 AMENDMENT_REQUIRED = ("date", "reason", "after")
-CONDITIONS = {"statistic": ("criterion", "numerator", "reference", "candidates"), "rule": ("set",)}
-"""Where a claim holds conditions besides `where`: a criterion, or a filter (a condition or {column: ...})."""
+AMENDMENT_FIELDS = {"date": None, "reason": _text, "after": _text, "words": _text,
+                    **{k: CLAIM_FIELDS[k] for k in EVALUATIVE}}
+LOG2 = {kind for kind, (*_, scale) in STATISTICS.items() if scale == "log2"}
+
+
+def _check_fields(mapping: dict, types: dict, fail, prefix: str = "", nullable: bool = False) -> None:
+    """Each key of `mapping` that `types` gives a type checked (null passes where `nullable`: an
+    amendment's null drops a key); fail(key, message) names the first bad one, `prefix` before it."""
+    for key, value in mapping.items():
+        if types.get(key) is None or (nullable and value is None):
+            continue
+        try:
+            types[key](value)
+        except Invalid as bad:
+            fail(f"{prefix}{key}{bad.at}", bad.message)
 
 
 def _failer(path, lines: dict):
@@ -42,8 +214,8 @@ def _failer(path, lines: dict):
 
 
 def load_registry(path) -> dict:
-    """Read and check claims.yaml: every registered figure mapped, every paper figure claimed, every
-    claim complete and consistent with its figure, statistic and rule."""
+    """Read and check claims.yaml: its rules' constants, every registered figure mapped, every paper
+    figure claimed, every claim complete and consistent with its figure, statistic and rule."""
     try:
         reg, lines = yaml_lines.load(str(path))
     except SpecError as err:
@@ -51,20 +223,12 @@ def load_registry(path) -> dict:
     fail = _failer(path, lines)
     if not isinstance(reg, dict) or set(reg) != {"rules", "figures", "claims"}:
         fail("", "needs exactly the keys rules, figures, claims")
+    _check_rules(reg["rules"], fail)
     figures = reg["figures"]
     if not isinstance(figures, dict) or not isinstance(reg["claims"], list):
         fail("", "figures is a mapping and claims a list", "figures" if not isinstance(figures, dict) else "claims")
     for fig_id, entry in figures.items():
-        key = f"figures.{fig_id}"
-        if fig_id not in FIGURES:
-            fail(key, "no registered figure of that id", key)
-        if not isinstance(entry, dict) or len({"paper", "own", "diagram"} & set(entry)) != 1 \
-                or set(entry) - {"paper", "own", "diagram", "image", "tables"}:
-            fail(key, "give exactly one of paper (its label), diagram (the labels of paper figures that state "
-                      "nothing to test) or own (why)", key)
-        tables = entry.get("tables", [])
-        if not isinstance(tables, list) or not all(isinstance(t, str) and t for t in tables):
-            fail(f"{key}.tables", "a list of table names", f"{key}.tables")
+        _check_figure(fig_id, entry, fail)
     unmapped = sorted(set(FIGURES) - set(figures))
     if unmapped:
         fail("", f"registered figures missing from figures: {', '.join(unmapped)}", "figures")
@@ -78,6 +242,49 @@ def load_registry(path) -> dict:
     if unclaimed:
         fail("", f"paper figures without a claim: {', '.join(unclaimed)}", "claims")
     return reg
+
+
+def _check_rules(rules, fail) -> None:
+    """rules: exactly the constants of RULE_CONSTANTS, nested by their dots, each of its type."""
+    known: dict = {}
+    for key in RULE_CONSTANTS:
+        group, _, sub = key.partition(".")
+        known.setdefault(group, []).append(sub)
+    if not isinstance(rules, dict):
+        fail("rules", f"expected a mapping of {', '.join(known)}, got {_shown(rules)}", "rules")
+    for group, value in rules.items():
+        at = f"rules.{group}"
+        if group not in known:
+            fail(at, f"unknown key{did_you_mean(group, known)}; known: {', '.join(known)}", at)
+        if known[group] != [""] and not isinstance(value, dict):
+            fail(at, f"expected a mapping of {', '.join(known[group])}, got {_shown(value)}", at)
+        unknown = sorted(set(value) - set(known[group])) if known[group] != [""] else []
+        if unknown:
+            fail(f"{at}.{unknown[0]}", f"unknown key; known: {', '.join(known[group])}", f"{at}.{unknown[0]}")
+    for key, check in RULE_CONSTANTS.items():
+        group, _, sub = key.partition(".")
+        node = rules.get(group, {}) if sub else rules
+        if (sub or group) not in node:
+            fail(f"rules.{key}", "missing", f"rules.{group}")
+        try:
+            check(node[sub or group])
+        except Invalid as bad:
+            fail(f"rules.{key}", bad.message, f"rules.{key}")
+
+
+def _check_figure(fig_id, entry, fail) -> None:
+    """figures.<id>: a registered figure, exactly one of paper, diagram and own, and names."""
+    key = f"figures.{fig_id}"
+    if fig_id not in FIGURES:
+        fail(key, "no registered figure of that id", key)
+    if not isinstance(entry, dict) or len({"paper", "own", "diagram"} & set(entry)) != 1 \
+            or set(entry) - set(FIGURE_FIELDS):
+        fail(key, "give exactly one of paper (its label), diagram (the labels of paper figures that state "
+                  "nothing to test) or own (why)", key)
+    _check_fields(entry, FIGURE_FIELDS, lambda k, message: fail(f"{key}.{k}", message, f"{key}.{k}"))
+    tables = entry.get("tables", [])
+    if not isinstance(tables, list) or not all(name_problem(t) is None for t in tables):
+        fail(f"{key}.tables", "a list of table names, each a file name inside the results folder", f"{key}.tables")
 
 
 def _claim_failer(fail, i: int, claim):
@@ -107,17 +314,16 @@ def _check_claim(claim: dict, figures: dict, seen: set, fail) -> None:
     line from the yaml), and amendments[i].key for the version the i-th amendment makes."""
     if not isinstance(claim, dict) or CLAIM_REQUIRED - set(claim):
         fail("", f"needs {', '.join(sorted(CLAIM_REQUIRED))}")
-    unknown = set(claim) - CLAIM_REQUIRED - CLAIM_OPTIONAL
+    unknown = set(claim) - set(CLAIM_FIELDS)
     if unknown:
         fail("", f"unknown keys {', '.join(sorted(unknown))}", sorted(unknown)[0])
     cid = claim["id"]
-    if not isinstance(cid, str) or not re.fullmatch(r"[a-z0-9_]+", cid) or cid in seen:
+    if not isinstance(cid, str) or not CLAIM_ID.fullmatch(cid) or cid in seen:
         fail("id", "ids are unique and made of a-z, 0-9 and _")
-    if "beyond" in claim and not _text(claim["beyond"]):
-        fail("beyond", "says in words what rvfx measures here that the paper does not claim")
+    _check_fields(claim, CLAIM_FIELDS, fail)
     reading = claim.get("reading")
     if "reading" in claim and (not isinstance(reading, dict) or set(reading) != {"of", "why_main"}
-                               or not all(map(_text, reading.values()))):
+                               or not all(map(_is_text, reading.values()))):
         fail("reading", "reading: {of: MAIN_ID, why_main: why MAIN_ID's reading is the main one}")
     _check_version(claim, figures, fail)
     amendments = claim.get("amendments")
@@ -137,29 +343,30 @@ def _amendment_failer(fail, i: int):
     return fail_amendment
 
 
-def _text(value) -> bool:
+def _is_text(value) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
 def _check_amendment(amendment, fail) -> None:
     """An amendment gives its date, reason and the data it was made after, may re-quote the paper's
-    words, and replaces one or more evaluative keys; fail(key, message) names its key."""
+    words, and replaces one or more evaluative keys (null drops one); fail(key, message) names its key."""
     if not isinstance(amendment, dict):
         fail("", "an amendment is a mapping of date, reason, after and the keys it replaces")
     missing = [k for k in AMENDMENT_REQUIRED if k not in amendment]
     if missing:
         fail(missing[0], f"missing: an amendment gives {', '.join(AMENDMENT_REQUIRED)}")
-    unknown = sorted(set(amendment) - set(AMENDMENT_REQUIRED) - set(EVALUATIVE) - {"words"})
+    unknown = sorted(set(amendment) - set(AMENDMENT_FIELDS))
     if unknown:
         fail(unknown[0], f"unknown key; an amendment gives {', '.join(AMENDMENT_REQUIRED)}, optionally words, "
                          f"and replaces some of {', '.join(EVALUATIVE)}")
     date = amendment["date"]
     if not isinstance(date, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date) or not _is_date(date):
-        fail("date", f"a date YYYY-MM-DD, got {date!r}")
+        fail("date", f"a date YYYY-MM-DD, got {_shown(date)}")
     for key in ("reason", "after", "words"):
-        if key in amendment and not _text(amendment[key]):
+        if key in amendment and not _is_text(amendment[key]):
             fail(key, "text: " + {"reason": "why the claim changed", "after": "the data it was changed after seeing",
                                   "words": "the paper's sentence"}[key])
+    _check_fields(amendment, AMENDMENT_FIELDS, fail, nullable=True)
     if not set(EVALUATIVE) & set(amendment):
         fail("", f"replaces none of {', '.join(EVALUATIVE)}: an amendment changes how the claim is tested")
 
@@ -173,8 +380,9 @@ def _is_date(text: str) -> bool:
 
 
 def _check_version(claim: dict, figures: dict, fail) -> None:
-    """The keys of one version that decide its verdict: a figure, an experiment of it (or a computed
-    table), a statistic and rule that statistics and rules know, and conditions that parse."""
+    """The keys of one version that decide its verdict, their types already checked: a figure, an
+    experiment of it (or a computed table), a statistic and rule that statistics and rules know,
+    each parameter of its type, and a target a log2 statistic can take."""
     if claim["figure"] not in figures:
         fail("figure", f"figure {claim['figure']!r} is not in figures")
     experiments = FIGURES[claim["figure"]].experiments
@@ -185,24 +393,26 @@ def _check_version(claim: dict, figures: dict, fail) -> None:
     if "statistic" not in claim or "rule" not in claim:
         fail("statistic" if "statistic" not in claim else "rule", "every version has a statistic and a rule")
     stat, rule = claim["statistic"], claim["rule"]
-    if not isinstance(stat, dict) or stat.get("kind") not in STATISTICS:
+    if not isinstance(stat.get("kind"), str) or stat["kind"] not in STATISTICS:
         fail("statistic.kind", f"statistic.kind must be one of {', '.join(STATISTICS)}")
     _, required, optional, _ = STATISTICS[stat["kind"]]
     if required - set(stat) or set(stat) - required - optional - {"kind"}:
         fail("statistic", f"statistic {stat['kind']} takes {', '.join(sorted(required)) or 'nothing'}"
                           + (f" and optionally {', '.join(sorted(optional))}" if optional else ""))
-    if not isinstance(rule, dict) or rule.get("kind") not in RULES:
+    _check_fields(stat, PARAMETERS, fail, "statistic.")
+    if not isinstance(rule.get("kind"), str) or rule["kind"] not in RULES:
         fail("rule.kind", f"rule.kind must be one of {', '.join(RULES)}")
     if set(rule) - {"kind"} != RULES[rule["kind"]]:
         fail("rule", f"rule {rule['kind']} takes {', '.join(sorted(RULES[rule['kind']])) or 'nothing'}")
+    _check_fields(rule, PARAMETERS, fail, "rule.")
     if (rule["kind"] in GROUP_RULES) != ("group" in claim):
         fail("group" if "group" in claim else "rule",
              f"group is needed by, and only by, the rules {', '.join(sorted(GROUP_RULES))}")
     if rule["kind"] in RULE_OPS and rule["op"] not in RULE_OPS[rule["kind"]]:
         fail("rule.op", f"rule.op must be {' or '.join(RULE_OPS[rule['kind']])}")
-    if claim.get("aggregate", "all") not in ("all", "any"):
-        fail("aggregate", "aggregate must be all or any")
-    _check_conditions(claim, fail)
+    if "target" in rule and stat["kind"] in LOG2 and rule["target"] <= 0:
+        fail("rule.target", f"statistic {stat['kind']} is a ratio (read on a log2 scale): its target must be > 0, "
+                            f"got {_shown(rule['target'])}")
 
 
 def _check_readings(claims: list, fail) -> None:
@@ -222,23 +432,3 @@ def _check_readings(claims: list, fail) -> None:
                                      f"name the main claim")
         if "beyond" in claim:
             fail_claim("beyond", "a reading is shown with its main claim: say beyond on the main claim")
-
-
-def _check_conditions(claim: dict, fail) -> None:
-    """Every condition of the claim parses (`where`'s entries, a criterion, a filter); a filter may
-    also be {column: min | max | value}."""
-    where = claim.get("where", [])
-    found = [(f"where[{i}]", w) for i, w in enumerate(where)] if isinstance(where, list) else [("where", where)]
-    for part, keys in CONDITIONS.items():
-        found += [(f"{part}.{k}", claim[part][k]) for k in keys if k in claim[part]]
-    for key, condition in found:
-        if isinstance(condition, dict) and key != "statistic.criterion":
-            if not condition or not all(isinstance(c, str) and (isinstance(v, (int, float, str)) or v is None)
-                                        for c, v in condition.items()):
-                fail(key, "a filter {column: min | max | value} names columns and gives plain values")
-            continue
-        try:
-            parse(condition)
-        except ExpressionError as err:
-            shown = f": {condition!r}" if isinstance(condition, str) and len(condition) <= MAX_LENGTH else ""
-            fail(key, f"{err}{shown}")
