@@ -3,7 +3,8 @@
 # (report.md, report.html; verdicts, never a failure); with FIGS=figures/paper it also fills the
 # report blocks of the README and of docs/ (the results pages). `make check-paper` checks the
 # committed paper report and those blocks against the committed paper tables. `make test` runs the linters (`make lint`: ruff, and
-# import-linter's layer contracts) and the tests.
+# import-linter's layer contracts) and the tests. `make install` installs the core and the test extra;
+# EXTRAS=gym,bsuite (or dask, fast, docs) adds those, whose specs and tests otherwise skip, saying so.
 SCALE ?= ci
 JOBS ?= 2
 OUT ?= results
@@ -20,13 +21,21 @@ README_BLOCKS := $(if $(filter $(PAPER) $(PAPER)/,$(FIGS)),$(PAGES))
 
 .PHONY: install bsuite-venv reproduce run plot export report check-paper lint test bench clean
 
+# the core and the test extra; EXTRAS adds others (make install EXTRAS=gym,bsuite; gym, bsuite, dask, fast, docs)
+EXTRAS ?=
+comma := ,
+WITH := test$(if $(EXTRAS),$(comma)$(EXTRAS))
+
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -c constraints.txt -e '.[test,gym,bsuite]'
+	$(VENV)/bin/pip install --quiet -c constraints.txt -e '.[$(WITH)]'
 	touch $@
 
 install: $(VENV)/.installed
+ifneq ($(EXTRAS),)
+	$(VENV)/bin/pip install --quiet -c constraints.txt -e '.[$(WITH)]'
+endif
 
 # bsuite's own boot_dqn (JAX) in a venv of its own: tests/test_bsuite.py's equivalence test, the boot_dqn arms
 $(BSUITE_VENV)/.installed: requirements-bsuite.txt
@@ -37,8 +46,14 @@ $(BSUITE_VENV)/.installed: requirements-bsuite.txt
 
 bsuite-venv: $(BSUITE_VENV)/.installed
 
+# a spec whose environment comes from an extra (env name gym or bsuite) runs where the extra is installed
 run: install
-	@set -e; for spec in $(SPECS); do $(RVFX) run $$spec --scale $(SCALE) --jobs $(JOBS) --out $(OUT); done
+	@set -e; for spec in $(SPECS); do \
+	  extra=$$(sed -n 's/^  name: \(gym\|bsuite\)$$/\1/p' $$spec); \
+	  module=$$(echo "$$extra" | sed 's/^gym$$/gymnasium/'); \
+	  if [ -n "$$extra" ] && ! $(VENV)/bin/python -c "import $$module" 2>/dev/null; then \
+	    echo "skipped $$spec: it needs the $$extra extra (make install EXTRAS=$$extra)"; continue; fi; \
+	  $(RVFX) run $$spec --scale $(SCALE) --jobs $(JOBS) --out $(OUT); done
 
 plot: install
 	$(RVFX) plot --results $(OUT) --out $(FIGS)

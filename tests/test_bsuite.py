@@ -5,14 +5,13 @@ import os
 import subprocess
 from pathlib import Path
 
-import dm_env
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
 bsuite = pytest.importorskip("bsuite", reason="the extra rvfx[bsuite] is not installed: pip install -e '.[bsuite]'")
-
+import dm_env  # noqa: E402
 from bsuite import sweep  # noqa: E402
 from bsuite.environments.deep_sea import DeepSea as BsuiteDeepSea  # noqa: E402
 from bsuite.logging import csv_load  # noqa: E402
