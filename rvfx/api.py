@@ -56,14 +56,26 @@ def plot(figure: str, results: str | Path = "results", out: str | Path = "figure
 
 
 def claims(results: str | Path = "results", registry: str | Path = shipped.CLAIMS) -> pd.DataFrame:
-    """Every claim of the registry tested on the tables under RESULTS: one row per claim with its
-    id, figure, the paper's words, its role (paper: a verdict on the paper; beyond: rvfx's own
-    measurement; reading: another reading of a claim), the verdict (holds, differs, inconclusive)
-    of its current version and, for an amended claim, of its first (first_verdict), and what lacks."""
+    """Every claim of the registry tested on the tables under RESULTS: one row per claim (per group and
+    level of a claim tested per group or comparing levels) with its id, figure, the paper's words, its
+    role (paper: a verdict on the paper; beyond: rvfx's own measurement; reading: another reading of a
+    claim), the verdict (holds, differs, inconclusive) of its current version and, for an amended
+    claim, of its first (first_verdict), what lacks, its negative controls' verdicts (where the rule
+    must not hold), and the estimate: group, level, estimate with its 95% interval (lower, upper) in
+    the statistic's natural units, n (runs behind it), runs_per_group (the fewest runs of a group
+    it resamples) and the group's verdict."""
     from rvfx.report.claims import evaluate, role
     from rvfx.report.registry import load_registry
-    outcomes = evaluate(load_registry(registry), Path(results))
-    return pd.DataFrame([{"id": o.claim["id"], "figure": o.claim["figure"], "words": o.claim["words"],
-                          "role": role(o.claim), "verdict": o.verdict,
-                          "first_verdict": o.first.verdict if o.first else o.verdict, "problem": o.problem}
-                         for o in outcomes])
+    from rvfx.report.rules import nat
+    from rvfx.report.statistics import STATISTICS
+    rows = []
+    for o in evaluate(load_registry(registry), Path(results)):
+        scale = STATISTICS[o.claim["statistic"]["kind"]][3]
+        head = {"id": o.claim["id"], "figure": o.claim["figure"], "words": o.claim["words"], "role": role(o.claim),
+                "verdict": o.verdict, "first_verdict": o.first.verdict if o.first else o.verdict,
+                "problem": o.problem, "negative_control": ", ".join(c.verdict for _, c in o.contrasts)}
+        found = [{"group": r.label, "level": lv, "estimate": nat(e.value, scale), "lower": nat(e.lo, scale),
+                  "upper": nat(e.hi, scale), "n": e.n, "runs_per_group": e.fewest, "group_verdict": r.verdict}
+                 for r in o.rows for lv, e in r.estimates]
+        rows += [{**head, **f} for f in found] or [head]
+    return pd.DataFrame(rows)

@@ -92,7 +92,7 @@ def test_an_amended_claim_whose_verdict_changed_shows_both_and_is_listed_once_in
     assert "As first committed: **differs** (3.00 [3.00, 3.00])" in body and "Rule: about 2:" in body
     assert "- Version 2, 2001-02-03: reason for ['rule'] Made after seeing: the test's runs." in body
     row = next(ln for ln in md.splitlines() if ln.startswith("| [changed](#changed)"))
-    assert row.endswith("| **holds** (as first committed: **differs**) |")
+    assert row.endswith("| **holds** (as first committed: **differs**) | – |")
     changed = md.split("## What changed\n")[1].split("\n## ")[0]
     assert changed.count("- [changed](#changed): **differs** → **holds**; version 2, 2001-02-03: reason for") == 1
     assert changed.count("\n- ") == 1

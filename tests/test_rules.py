@@ -6,7 +6,9 @@ The statistics are chosen so that their intervals are known exactly: `min` gives
 the bootstrap mean of two runs x < y gives [x, y] (each end is a replicate value, and both runs
 alike come up in a quarter of the 2,000 resamples); a ratio's numerator of two runs 10 and 20 over a
 reference of one run 1 gives [log2 10, log2 20]; the median learning time of runs all alike is the
-point [t, t], and +inf when every run is censored."""
+point [t, t], and +inf when every run is censored. The rules are tested apart from the runs each
+statistic needs (claims.yaml's rules.minimum_runs, set to 1 here; tests/test_minimum_runs.py tests
+those)."""
 import math
 import re
 
@@ -31,7 +33,7 @@ ABOVE0, BELOW0 = {"kind": "sign", "op": ">"}, {"kind": "sign", "op": "<"}
 WITHIN_1E_12 = 1e-12
 MEDIAN = {"kind": "median_learning_time"}
 TREND = {"kind": "breakdown_trend", "x": "psi", "over": "M", "criterion": "learnt"}
-AT_MOST1 = {"kind": "at_most", "target": 1}
+AT_MOST1, AT_LEAST1 = {"kind": "at_most", "target": 1}, {"kind": "at_least", "target": 1}
 LE1, GE0 = {"kind": "inequality", "op": "<=", "target": 1}, {"kind": "inequality", "op": ">=", "target": 0}
 ORDER = {"kind": "order", "tiers": ["a", "b", "c"]}
 BEST_IN = {"kind": "best_in", "set": "agent in ['a', 'b']"}
@@ -128,6 +130,14 @@ CASES = {
     "at_most_at_the_edge": ([{"value": 1.5}], POINT, AT_MOST1, {}, "holds", "at or below 1.5"),
     "at_most_one_ulp_over_the_edge": ([{"value": ULP_ABOVE_1_5}], POINT, AT_MOST1, {}, "holds", "at or below"),
     "at_most_just_over_the_edge": ([{"value": 1.500001}], POINT, AT_MOST1, {}, "differs", "lies above"),
+    # at least 1: the CI at or above 0.5
+    "at_least_holds": ([{"value": 1.2}], POINT, AT_LEAST1, {}, "holds", "at or above 0.5"),
+    "at_least_differs": ([{"value": 0.2}], POINT, AT_LEAST1, {}, "differs", "lies below 0.5"),
+    "at_least_inconclusive": ([{"value": 0.0}, {"value": 1.0}], PAIR, AT_LEAST1, {}, "inconclusive", "straddles"),
+    "at_least_at_the_edge": ([{"value": 0.5}], POINT, AT_LEAST1, {}, "holds", "at or above 0.5"),
+    "at_least_rounding_under_the_edge": ([{"value": 0.1 + 0.2 + 0.2 - 1.1e-16}], POINT, AT_LEAST1, {}, "holds",
+                                         "at or above 0.5"),
+    "at_least_just_under_the_edge": ([{"value": 0.499999}], POINT, AT_LEAST1, {}, "differs", "lies below"),
     # inequality, exact: <= 1 and >= 0
     "le_holds": ([{"value": 0.5}], POINT, LE1, {}, "holds", "at or below 1"),
     "le_differs": ([{"value": 2.0}], POINT, LE1, {}, "differs", "beyond 1"),
@@ -220,6 +230,7 @@ def report(tmp_path_factory) -> str:
     (exp / "spec.yaml").write_text("env: {name: deep_sea, size: 20}\n")
     registry = yaml.safe_load(CLAIMS.read_text())
     registry["claims"] += claims
+    registry["rules"]["minimum_runs"] = dict.fromkeys(registry["rules"]["minimum_runs"], 1)
     (root / "claims.yaml").write_text(yaml.safe_dump(registry, allow_unicode=True))
     result = invoke("report", "--claims", root / "claims.yaml", "--results", root / "results", "--out", root / "out")
     assert result.exit_code == 0, result.output

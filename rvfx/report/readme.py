@@ -21,6 +21,7 @@ from rvfx.report.render import (
     render_html,
     render_markdown,
     said,
+    summary_line,
 )
 from rvfx.report.statistics import num
 
@@ -89,11 +90,12 @@ def _label(registry: dict, fig: str) -> str:
 
 
 def glance_markdown(registry: dict, outcomes: list, pages: dict, at: Path) -> str:
-    """The results-at-a-glance table for the file `at`: one row per paper figure or table (its
-    label, the paper's claim in a few words, its claims' verdicts and those of their other readings,
-    a link to its results page), then a line with the measurements beyond the paper, when there are
-    any. The few words are the heading of the page section that holds its first claim's block:
-    "Fig. 4: PSRL has the lowest regret" gives "Fig. 4" and "PSRL has the lowest regret"."""
+    """The results-at-a-glance table for the file `at`: the paper's claims counted by verdict, then
+    one row per figure or table that holds a claim of the paper (its label, the paper's claim in a
+    few words, its claims' verdicts and those of their other readings, a link to its results page),
+    then a line with the measurements beyond the paper, when there are any. The few words are the
+    heading of the page section that holds its first claim's block: "Fig. 4: PSRL has the lowest
+    regret" gives "Fig. 4" and "PSRL has the lowest regret"."""
     sections = figure_sections(pages, registry)
     paper, beyond = layout(outcomes)
     main_figure = {o.claim["id"]: o.claim["figure"] for o in paper}
@@ -104,18 +106,20 @@ def glance_markdown(registry: dict, outcomes: list, pages: dict, at: Path) -> st
     claimed = {o.claim["figure"] for o in outcomes}
     rows = []
     for fig, entry in registry["figures"].items():
-        if "paper" not in entry or fig not in claimed:
+        if fig not in by_figure and ("paper" not in entry or fig not in claimed):
             continue
         page, heading = sections.get(fig, (None, ""))
-        result, _, words = heading.partition(": ") if ": " in heading else (_label(registry, fig), "",
-                                                                             heading or entry["paper"])
-        link = f"[{Path(page).stem}]({Path(os.path.relpath(page, Path(at).parent)).as_posix()})" if page else "–"
         group = by_figure.get(fig, [])
+        label = entry.get("paper") or group[0].claim["paper"]      # rvfx's own figure: its claim's label
+        result, _, words = heading.partition(": ") if ": " in heading else (label.split(" (")[0], "",
+                                                                             heading or label)
+        link = f"[{Path(page).stem}]({Path(os.path.relpath(page, Path(at).parent)).as_posix()})" if page else "–"
         readings = [o for o in group if role(o.claim) == "reading"]
         verdicts = _verdicts([o for o in group if role(o.claim) == "paper"]) or "–"
         verdicts += f"; other readings: {_verdicts(readings)}" if readings else ""
         rows.append((_paper_key(result), f"| {md_cell(result)} | {md_cell(words)} | {verdicts} | {link} |"))
-    lines = ["| result | the paper's claim | verdicts of its claims | page |", "|---|---|---|---|"]
+    lines = [f"**{summary_line(outcomes)}.**", "",
+             "| result | the paper's claim | verdicts of its claims | page |", "|---|---|---|---|"]
     lines += [r for _, r in sorted(rows, key=lambda r: r[0])]
     if beyond:
         figures: dict = {}
@@ -249,9 +253,12 @@ def write_files(registry: dict, outcomes: list, out: Path, scale: str, pages: li
 
 def check_files(registry: dict, outcomes: list, out: Path, scale: str, pages: list = (), modified: list = ()) -> list:
     """One line per disagreement between the recomputed report and the files in `out` (and the
-    blocks of the files `pages`), and per number of the paper tables (the report's and those in
-    `out`) that a page quotes outside its blocks; empty when they all agree."""
-    problems = []
+    blocks of the files `pages`), per number of the paper tables (the report's and those in `out`)
+    that a page quotes outside its blocks, and, on paper-scale results, per claim whose rule holds on
+    its negative control; empty when they all agree."""
+    problems = [f"claims.yaml: {o.claim['id']}: its rule holds on its negative control ({entry['why']}): it cannot "
+                f"tell the claim from its contrast" for o in outcomes for entry, c in o.contrasts
+                if scale == "paper" and c.verdict == "holds"]
     for name, text in (("report.md", render_markdown(registry, outcomes, out, scale, modified)),
                        ("report.html", render_html(registry, outcomes, out, scale, modified))):
         path = out / name

@@ -159,20 +159,26 @@ RULE_CONSTANTS = {
     "nearest.half_width": _number(0, 100, above=True),
     "below.margin": _number(0, 100),
     "at_most.margin": _number(0, 100),
+    "at_least.margin": _number(0, 100),
+    "tolerance": _number(0, 1e-3),
+    "minimum_sizes": _number(2, 100, integer=True),
+    **{f"minimum_runs.{kind}": _number(1, 1000, integer=True) for kind in STATISTICS},
     "most.at_least": FRACTION,
     "most.excludes_few_above": FRACTION,
     "few.at_most": FRACTION,
     "few.excludes_most_below": FRACTION,
 }
 """rules: the constants of the verdict rules, every one required: the confidence level of every
-interval, the bootstrap's resamples (their indices take resamples x runs x 8 bytes) and seed, and
-the bands and margins on a statistic's scale (an exponent, or log2 of a ratio: at most 100)."""
+interval, the bootstrap's resamples (their indices take resamples x runs x 8 bytes) and seed, the
+bands and margins on a statistic's scale (an exponent, or log2 of a ratio: at most 100), the
+comparisons' tolerance, and the runs per group (and sizes of a fit) each statistic kind needs."""
 FIGURE_FIELDS = {"paper": _text, "own": _text, "diagram": _text, "image": _name, "tables": None}
 """figures.<id>: one of paper, own or diagram; its PNG's name; the tables kept with it (names)."""
 CLAIM_FIELDS = {
     "id": None, "figure": _text, "paper": _text, "words": _text, "experiment": _name, "table": _name,
     "where": _filters, "by": _columns, "group": _column, "aggregate": _one_of("all", "any"), "note": _text,
     "statistic": _mapping, "rule": _mapping, "amendments": None, "beyond": _text, "reading": None,
+    "also_experiment": _name, "contrast": None,
 }
 """A claim's keys and the type of each (None: checked on its own below)."""
 CLAIM_REQUIRED = {"id", "figure", "paper", "words", "statistic", "rule"}
@@ -183,12 +189,17 @@ PARAMETERS = {
     "target": _number(-1e9, 1e9), "op": _text, "tiers": _tiers, "set": _filter,
 }
 """The type of each parameter of a statistic (STATISTICS) and of a rule (RULES)."""
-EVALUATIVE = ("statistic", "rule", "where", "by", "group", "aggregate", "table", "experiment")
+EVALUATIVE = ("statistic", "rule", "where", "by", "group", "aggregate", "table", "experiment", "also_experiment")
 """The keys of a claim that decide its verdict: those an amendment may replace."""
 AMENDMENT_REQUIRED = ("date", "reason", "after")
 AMENDMENT_FIELDS = {"date": None, "reason": _text, "after": _text, "words": _text,
                     **{k: CLAIM_FIELDS[k] for k in EVALUATIVE}}
 LOG2 = {kind for kind, (*_, scale) in STATISTICS.items() if scale == "log2"}
+CONTRAST_FIELDS = {"why": _text, **{k: CLAIM_FIELDS[k] for k in ("where", "by", "aggregate", "table", "experiment",
+                                                                  "also_experiment", "statistic")}}
+"""A contrast (a negative control): why the paper contrasts the claim with it, and the keys that select
+its data in place of the claim's (null drops one); `statistic` only to name other runs inside it."""
+EXPERIMENTS = {e for figure in FIGURES.values() for e in figure.experiments}
 
 
 def _check_fields(mapping: dict, types: dict, fail, prefix: str = "", nullable: bool = False) -> None:
@@ -309,6 +320,35 @@ def versions(claim: dict) -> list:
     return found
 
 
+def contrast_entries(claim: dict) -> list:
+    """The claim's contrasts: its `contrast`, one mapping or a list of them."""
+    entries = claim.get("contrast", [])
+    return entries if isinstance(entries, list) else [entries]
+
+
+def contrast_version(claim: dict, entry: dict) -> dict:
+    """The claim's version with a contrast's keys in place of its own (a key given as null dropped):
+    the same statistic and rule, on the data the paper contrasts the claim with."""
+    keys = {k: v for k, v in entry.items() if k != "why"}
+    return {k: v for k, v in {**claim, **keys}.items() if v is not None}
+
+
+def _check_contrasts(claim: dict, figures: dict, fail) -> None:
+    """Each contrast a mapping of CONTRAST_FIELDS with its `why` and a key that selects other data; its
+    version (on the claim's current one) a valid claim reading any registered experiment, with the
+    claim's statistic kind."""
+    current = versions(claim)[-1]
+    for i, entry in enumerate(contrast_entries(claim)):
+        fail_contrast = _keyed_failer(fail, f"contrast[{i}]" if isinstance(claim["contrast"], list) else "contrast")
+        if not isinstance(entry, dict) or "why" not in entry or len(entry) < 2 or set(entry) - set(CONTRAST_FIELDS):
+            fail_contrast("", f"a contrast gives why and some of {', '.join(k for k in CONTRAST_FIELDS if k != 'why')}")
+        _check_fields(entry, CONTRAST_FIELDS, fail_contrast, nullable=True)
+        version = contrast_version(current, entry)
+        if version["statistic"].get("kind") != current["statistic"]["kind"]:
+            fail_contrast("statistic", "a contrast is tested by the claim's own statistic kind and rule")
+        _check_version(version, figures, fail_contrast, EXPERIMENTS)
+
+
 def _check_claim(claim: dict, figures: dict, seen: set, fail) -> None:
     """Check one claim and each of its versions; fail(key, message) names the key of the claim (its
     line from the yaml), and amendments[i].key for the version the i-th amendment makes."""
@@ -333,6 +373,14 @@ def _check_claim(claim: dict, figures: dict, seen: set, fail) -> None:
         _check_amendment(amendment, _amendment_failer(fail, i))
     for i, version in enumerate(versions(claim)[1:]):
         _check_version(version, figures, _amendment_failer(fail, i))
+    _check_contrasts(claim, figures, fail)
+
+
+def _keyed_failer(fail, prefix: str):
+    """fail(key, message, at) for a part of a claim: keys written `prefix`.key, their lines those below it."""
+    def fail_part(key: str, message: str, at: str = ""):
+        fail(prefix + (f".{key}" if key else ""), message, prefix + (f".{at or key}" if at or key else ""))
+    return fail_part
 
 
 def _amendment_failer(fail, i: int):
@@ -379,15 +427,18 @@ def _is_date(text: str) -> bool:
     return True
 
 
-def _check_version(claim: dict, figures: dict, fail) -> None:
+def _check_version(claim: dict, figures: dict, fail, experiments=None) -> None:
     """The keys of one version that decide its verdict, their types already checked: a figure, an
-    experiment of it (or a computed table), a statistic and rule that statistics and rules know,
-    each parameter of its type, and a target a log2 statistic can take."""
+    experiment of it (or of `experiments`, for a contrast; or a computed table), one more registered
+    experiment whose rows it appends (also_experiment), a statistic and rule that statistics and rules
+    know, each parameter of its type, and a target a log2 statistic can take."""
     if claim["figure"] not in figures:
         fail("figure", f"figure {claim['figure']!r} is not in figures")
-    experiments = FIGURES[claim["figure"]].experiments
+    experiments = FIGURES[claim["figure"]].experiments if experiments is None else sorted(experiments)
     if "experiment" in claim and claim["experiment"] not in experiments:
         fail("experiment", f"figure {claim['figure']} reads {list(experiments)}, not {claim['experiment']!r}")
+    if "also_experiment" in claim and claim["also_experiment"] not in EXPERIMENTS:
+        fail("also_experiment", f"no registered experiment {claim['also_experiment']!r}")
     if "experiment" not in claim and claim.get("table") not in COMPUTED:
         fail("table", f"without an experiment, table must be one of {', '.join(COMPUTED)}")
     if "statistic" not in claim or "rule" not in claim:

@@ -4,7 +4,9 @@ titled with the scale its results were run at, so that a CI-scale smoke test nev
 paper's results; counts only the paper's claims (their current versions, main readings); shows an
 amended claim's verdict as first committed beside its current one, and the verdicts that changed;
 words a measurement beyond the paper as what its rule finds, in a section of its own; shows another
-reading under its main claim; and lists the runs made with settings other than their spec's."""
+reading under its main claim; shows each claim's negative controls (its rule on the data the paper
+contrasts it with, where it must not hold); and lists the runs made with settings other than their
+spec's."""
 from __future__ import annotations
 
 import base64
@@ -172,6 +174,27 @@ def first_committed(o: Outcome, rules: dict, m: Markup) -> str:
             + (f" Its words: \"{m.prose(f.claim['words'])}\"" if words else ""))
 
 
+def contrast_items(o: Outcome, m: Markup) -> list:
+    """Each negative control of a claim: the data the paper contrasts it with (the keys that select
+    them), the same rule's verdict there, which must not be holds, and why it is the contrast."""
+    items = []
+    for entry, c in o.contrasts:
+        data = "; ".join(f"{k} {where_text(v) if k == 'where' else v}" for k, v in entry.items()
+                         if k not in ("why", "statistic") and v is not None)
+        if "statistic" in entry:
+            data += ("; " if data else "") + describe_statistic(entry["statistic"])
+        found = "it must not hold, and does not" if c.verdict != "holds" else \
+            "it must not hold, and does: the rule cannot tell the claim from its contrast"
+        items.append(f"Negative control ({m.plain(data)}): {m.verdict(c.verdict, said(c))} "
+                     f"({m.plain(headline(c) + _status(c))}); {m.plain(found)}. {m.prose(_sentence(entry['why']))}")
+    return items
+
+
+def contrast_summary(o: Outcome) -> str:
+    """The verdicts of a claim's negative controls, for the summary table ("–" for none)."""
+    return ", ".join(said(c) for _, c in o.contrasts) or "–"
+
+
 def block_markdown(o: Outcome, rules: dict, limit: int | None = None) -> str:
     """A claim's verdict and statistics: its report section's body, and (with a `limit` on the groups
     listed) its README block. A claim tested per group says how its groups combine (aggregation);
@@ -191,6 +214,7 @@ def block_markdown(o: Outcome, rules: dict, limit: int | None = None) -> str:
     if rows:
         lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
+    lines += [x for i in contrast_items(o, MARKDOWN) for x in ("", i)]
     if o.first:
         lines += ["", first_committed(o, rules, MARKDOWN)
                   + (" report.md lists its amendments: why, when, and after seeing which data." if limit else "")]
@@ -210,6 +234,15 @@ def _status(o: Outcome) -> str:
 
 def _number(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
+
+
+def controls_line(outcomes: list) -> str:
+    """How many claims meet a negative control, and on how many of them the rule holds there too."""
+    with_control = [o for o in outcomes if o.contrasts]
+    failed = [o.claim["id"] for o in with_control if any(c.verdict == "holds" for _, c in o.contrasts)]
+    return (f"Negative controls: {_number(len(with_control), 'claim is', 'claims are')} also tested on the data the "
+            f"paper contrasts {'it' if len(with_control) == 1 else 'them'} with, where the rule must not hold; "
+            + (f"it holds there for {', '.join(failed)}" if failed else "it holds there for none"))
 
 
 def summary_line(outcomes: list) -> str:
@@ -359,12 +392,12 @@ def _summary_rows(outcomes: list, m: Markup) -> list:
         if o.first:
             verdict += f" (as first committed: {m.verdict(o.first.verdict, said(o.first))})"
         rows.append([f"↳ {link}, other reading" if role(o.claim) == "reading" else link, m.plain(o.claim["paper"]),
-                     m.plain(headline(o)), verdict])
+                     m.plain(headline(o)), verdict, m.plain(contrast_summary(o))])
     return rows
 
 
-SUMMARY_HEADER = ["claim", "paper", "statistic [95% CI]", "verdict"]
-BEYOND_HEADER = ["claim", "measured against", "statistic [95% CI]", "the rule finds"]
+SUMMARY_HEADER = ["claim", "paper", "statistic [95% CI]", "verdict", "negative control"]
+BEYOND_HEADER = ["claim", "measured against", "statistic [95% CI]", "the rule finds", "negative control"]
 
 
 def _md_claim(o: Outcome, rules: dict, readings: dict) -> list:
@@ -390,7 +423,8 @@ def render_markdown(registry: dict, outcomes: list, out: Path, scale: str, modif
     paper, beyond = layout(outcomes)
     title, first = scale_banner(scale, modified, outcomes)
     lines = [f"# The paper's claims, tested: {title}", "", f"**{first}**", "", GENERATED, "",
-             f"**{summary_line(outcomes)}.**", "", *_md_summary(paper, SUMMARY_HEADER)]
+             f"**{summary_line(outcomes)}.**", "", f"{controls_line(outcomes)}.", "",
+             *_md_summary(paper, SUMMARY_HEADER)]
     lines += ["", f"## {CHANGED_HEADING}", "", *_md_list(CHANGED_INTRO, changed(outcomes, MARKDOWN))]
     lines += ["", f"## {MODIFIED_HEADING}", "", *_md_list(MODIFIED_INTRO, modified_items(modified, outcomes, MARKDOWN))]
     for fig_id, group in _by_figure(paper).items():
@@ -455,6 +489,7 @@ def _html_claim(o: Outcome, rules: dict, readings: dict) -> tuple[list, int]:
     header, rows = estimate_table(o, o.rows)
     if rows:
         parts.append(_html_table(header, [[esc(c) for c in r] for r in rows]))
+    parts += [f"<p>{i}</p>" for i in contrast_items(o, HTML)]
     if o.first:
         parts.append(f"<p>{first_committed(o, rules, HTML)}</p><p>Amendments:</p><ul>"
                      + "".join(f"<li>{i}</li>" for i in amendment_items(o, HTML)) + "</ul>")
@@ -502,4 +537,4 @@ def render_html(registry: dict, outcomes: list, out: Path, scale: str, modified:
             f'<body data-images-expected="{images}" data-tables-expected="{tables}">'
             f"<h1>The paper's claims, tested: {esc(title)}</h1><p><b>{esc(first)}</b></p>"
             f"<p>{esc(GENERATED)}</p><p><b>{esc(summary_line(outcomes))}."
-            f"</b></p>{''.join(parts)}<script>{SCRIPT}</script></body></html>\n")
+            f"</b></p><p>{esc(controls_line(outcomes))}.</p>{''.join(parts)}<script>{SCRIPT}</script></body></html>\n")

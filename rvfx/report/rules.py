@@ -1,7 +1,9 @@
 """The verdict rules (RULES): an Estimate against a rule's target, or estimates in a stated order
-(GROUP_RULES), judged with claims.yaml's constants as holds, differs or inconclusive; `nat` and `ci`
-print an estimate in its statistic's natural units. Every comparison of a rule treats two numbers
-within TOLERANCE of each other as equal, so that no verdict turns on floating-point rounding."""
+(GROUP_RULES), judged with claims.yaml's constants as holds, differs or inconclusive, and never on
+fewer runs than its statistic needs (too_few); `nat` and `ci` print an estimate in its statistic's
+natural units. Every comparison of a rule treats two numbers within the rules' tolerance (TOLERANCE
+unless the constants say otherwise: 0 for a claim as first committed, before the tolerance was
+added) as equal, so that no verdict turns on floating-point rounding."""
 from __future__ import annotations
 
 import math
@@ -16,14 +18,31 @@ above rounding (log2(20) - log2(10) = 1 + 4e-16, a width of one unit), far below
 rule states (1/2 on an exponent, 0.1 on a fraction)."""
 
 
-def _le(a: float, b: float) -> bool:
-    """a <= b, up to TOLERANCE."""
-    return a <= b or math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=TOLERANCE)
+def _le(a: float, b: float, tol: float) -> bool:
+    """a <= b, up to the tolerance `tol`."""
+    return a <= b or math.isclose(a, b, rel_tol=tol, abs_tol=tol)
 
 
-def _lt(a: float, b: float) -> bool:
-    """a < b by more than TOLERANCE."""
-    return not _le(b, a)
+def _lt(a: float, b: float, tol: float) -> bool:
+    """a < b by more than the tolerance `tol`."""
+    return not _le(b, a, tol)
+
+
+def tolerance(consts: dict) -> float:
+    """The rules' comparison tolerance: consts' `tolerance`, TOLERANCE when they give none."""
+    return float(consts.get("tolerance", TOLERANCE))
+
+
+def too_few(e: Estimate, kind: str, consts: dict) -> str:
+    """Why an estimate of the statistic `kind` rests on too few runs for its interval (claims.yaml's
+    rules.minimum_runs per kind; a fitted slope also needs rules.minimum_sizes sizes), or ""."""
+    need = consts.get("minimum_runs", {}).get(kind, 1)
+    if e.fewest < need:
+        return f"too few runs (n = {e.fewest}, needs ≥ {need})"
+    sizes = consts.get("minimum_sizes", 1)
+    if e.sizes is not None and e.sizes < sizes:
+        return f"too few sizes fitted ({e.sizes}, needs ≥ {sizes})"
+    return ""
 
 
 def _scaled(t: float, scale: str) -> float:
@@ -52,9 +71,9 @@ def ci(e: Estimate, scale: str) -> str:
     return f"[{num(nat(e.lo, scale))}, {num(nat(e.hi, scale))}]"
 
 
-def _sign_verdict(op: str, interval: str, e: Estimate, scale: str) -> tuple[str, str]:
-    """sign: the CI on the stated side of 0 (beyond TOLERANCE), or on the other side."""
-    zero, above, below = _edge(0.0, scale), _lt(0.0, e.lo), _lt(e.hi, 0.0)
+def _sign_verdict(op: str, interval: str, e: Estimate, scale: str, tol: float) -> tuple[str, str]:
+    """sign: the CI on the stated side of 0 (beyond the tolerance), or on the other side."""
+    zero, above, below = _edge(0.0, scale), _lt(0.0, e.lo, tol), _lt(e.hi, 0.0, tol)
     if not (above or below):
         return "inconclusive", f"CI {interval} reaches {zero}"
     side = "above" if above else "below"
@@ -62,51 +81,65 @@ def _sign_verdict(op: str, interval: str, e: Estimate, scale: str) -> tuple[str,
 
 
 def rule_verdict(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
-    """(verdict, why) of a one-estimate rule (about, nearest, below, at_most, inequality, sign, most, few)."""
-    kind, interval = rule["kind"], ci(e, scale)
+    """(verdict, why) of a one-estimate rule (about, nearest, below, at_most, at_least, inequality, sign,
+    most, few)."""
+    kind, interval, tol = rule["kind"], ci(e, scale), tolerance(consts)
+
+    def le(a, b):
+        return _le(a, b, tol)
+
+    def lt(a, b):
+        return _lt(a, b, tol)
     if np.isnan(e.value) or np.isnan(e.lo) or np.isnan(e.hi):
         return "inconclusive", f"not computable ({e.detail})" if e.detail else "not computable"
     if kind in ("most", "few"):
-        most = _le(consts["most"]["at_least"], e.value) and _lt(consts["most"]["excludes_few_above"], e.lo)
-        few = _le(e.value, consts["few"]["at_most"]) and _lt(e.hi, consts["few"]["excludes_most_below"])
+        most = le(consts["most"]["at_least"], e.value) and lt(consts["most"]["excludes_few_above"], e.lo)
+        few = le(e.value, consts["few"]["at_most"]) and lt(e.hi, consts["few"]["excludes_most_below"])
         holds, differs = (most, few) if kind == "most" else (few, most)
         why = f"fraction {num(e.value)} ({e.detail}), CI {interval}"
         return ("holds" if holds else "differs" if differs else "inconclusive"), why
     if kind == "sign":
-        return _sign_verdict(rule["op"], interval, e, scale)
+        return _sign_verdict(rule["op"], interval, e, scale, tol)
     t = _scaled(rule["target"], scale)
     if kind == "nearest":
         h = consts["nearest"]["half_width"]
         band = _band(t, h, scale)
-        if _le(t - h, e.lo) and _le(e.hi, t + h):
+        if le(t - h, e.lo) and le(e.hi, t + h):
             return "holds", f"CI {interval} lies inside {band}"
-        if _lt(e.hi, t - h) or _lt(t + h, e.lo):
+        if lt(e.hi, t - h) or lt(t + h, e.lo):
             return "differs", f"CI {interval} misses {band}"
         return "inconclusive", f"CI {interval} straddles an end of {band}"
     if kind == "about":
         h = consts["about"]["half_width"]
         band = _band(t, h, scale)
-        if _lt(e.hi, t - h) or _lt(t + h, e.lo):
+        if lt(e.hi, t - h) or lt(t + h, e.lo):
             return "differs", f"CI {interval} misses {band}"
-        if _lt(consts["about"]["max_ci_width"], e.hi - e.lo):
+        if lt(consts["about"]["max_ci_width"], e.hi - e.lo):
             return "inconclusive", f"CI {interval} overlaps {band} but is wider than it"
         return "holds", f"CI {interval} overlaps {band}"
     if kind == "below":
         edge = t - consts["below"]["margin"]
-        if _lt(e.hi, edge):
+        if lt(e.hi, edge):
             return "holds", f"CI {interval} lies below {_edge(edge, scale)}"
-        if _le(edge, e.lo):
+        if le(edge, e.lo):
             return "differs", f"CI {interval} lies at or above {_edge(edge, scale)}"
         return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
     if kind == "at_most":
         edge = t + consts["at_most"]["margin"]
-        if _le(e.hi, edge):
+        if le(e.hi, edge):
             return "holds", f"CI {interval} lies at or below {_edge(edge, scale)}"
-        if _lt(edge, e.lo):
+        if lt(edge, e.lo):
             return "differs", f"CI {interval} lies above {_edge(edge, scale)}"
         return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
+    if kind == "at_least":
+        edge = t - consts["at_least"]["margin"]
+        if le(edge, e.lo):
+            return "holds", f"CI {interval} lies at or above {_edge(edge, scale)}"
+        if lt(e.hi, edge):
+            return "differs", f"CI {interval} lies below {_edge(edge, scale)}"
+        return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
     upper = rule["op"] == "<="           # inequality, exact
-    ok, bad = (_le(e.hi, t), _lt(t, e.lo)) if upper else (_le(t, e.lo), _lt(e.hi, t))
+    ok, bad = (le(e.hi, t), lt(t, e.lo)) if upper else (le(t, e.lo), lt(e.hi, t))
     side = "at or below" if upper else "at or above"
     if ok:
         return "holds", f"CI {interval} lies {side} {_target(rule)}"
@@ -115,9 +148,10 @@ def rule_verdict(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str
     return "inconclusive", f"CI {interval} straddles {_target(rule)}"
 
 
-def order_verdict(tiers: list) -> tuple[str, str]:
-    """(verdict, why) of tiers [[(label, Estimate), ...], ...] stated in increasing order; inconclusive
-    when some estimate is not computable (NaN compares as neither order)."""
+def order_verdict(tiers: list, tol: float = TOLERANCE) -> tuple[str, str]:
+    """(verdict, why) of tiers [[(label, Estimate), ...], ...] stated in increasing order, comparisons up
+    to the tolerance `tol`; inconclusive when some estimate is not computable (NaN compares as neither
+    order)."""
     unknown = [label for tier in tiers for label, e in tier if np.isnan([e.value, e.lo, e.hi]).any()]
     if unknown:
         return "inconclusive", f"not computable for {', '.join(unknown)}"
@@ -125,10 +159,10 @@ def order_verdict(tiers: list) -> tuple[str, str]:
     for lower, upper in zip(tiers, tiers[1:]):
         for a, ea in lower:
             for b, eb in upper:
-                if _lt(ea.hi, eb.lo):
+                if _lt(ea.hi, eb.lo, tol):
                     continue
                 holds = False
-                if _lt(eb.hi, ea.lo):
+                if _lt(eb.hi, ea.lo, tol):
                     reversed_.append(f"{b} < {a}")
     stated = " < ".join(", ".join(label for label, _ in tier) for tier in tiers)
     if reversed_:
@@ -167,11 +201,14 @@ def describe_rule(claim: dict, consts: dict) -> str:
     if kind == "at_most":
         return (f"at most about {_target(rule)}: the 95% CI lies at or below "
                 f"{_edge(t + consts['at_most']['margin'], scale)}")
+    if kind == "at_least":
+        return (f"at least about {_target(rule)}: the 95% CI lies at or above "
+                f"{_edge(t - consts['at_least']['margin'], scale)}")
     return f"inequality {rule['op']} {_target(rule)}, exact: the 95% CI lies on that side"
 
 
 RULES = {"about": {"target"}, "nearest": {"target"}, "below": {"target"}, "at_most": {"target"},
-         "inequality": {"op", "target"}, "sign": {"op"}, "order": {"tiers"}, "best_in": {"set"},
+         "at_least": {"target"}, "inequality": {"op", "target"}, "sign": {"op"}, "order": {"tiers"}, "best_in": {"set"},
          "most": set(), "few": set()}
 GROUP_RULES = {"order", "best_in"}
 RULE_OPS = {"inequality": ("<=", ">="), "sign": (">", "<")}

@@ -32,6 +32,13 @@ class Estimate:
     hi: float
     n: int                # runs (or samples) behind it
     detail: str = ""
+    runs: int | None = None   # independent runs in its smallest resampled group (n when one group)
+    sizes: int | None = None  # the sizes a fitted slope rests on (None: no fit)
+
+    @property
+    def fewest(self) -> int:
+        """The independent runs in the smallest group the interval resamples."""
+        return self.n if self.runs is None else self.runs
 
 
 def num(x) -> str:
@@ -63,7 +70,8 @@ def _mean(df, p, boot) -> Estimate:
     strata = ([g[col].to_numpy(float) for _, g in df.groupby(p["strata"])] if "strata" in p
               else [df[col].to_numpy(float)])
     return Estimate(*bootstrap_ci(strata, lambda s: float(np.concatenate(s).mean()), **boot,
-                                  rows=lambda r: np.concatenate(r, axis=1).mean(axis=1)), len(df))
+                                  rows=lambda r: np.concatenate(r, axis=1).mean(axis=1)), len(df),
+                    runs=min(len(s) for s in strata))
 
 
 def _minimum(df, p, boot) -> Estimate:
@@ -83,7 +91,14 @@ def _slope(df, p, boot) -> Estimate:
     detail = f"{p['x']} fitted: {_levels(fit.sizes_used)}"
     if fit.sizes_censored:
         detail += f"; censored median at {_levels(fit.sizes_censored)}"
-    return Estimate(fit.slope, fit.lo, fit.hi, len(df), detail)
+    return Estimate(fit.slope, fit.lo, fit.hi, len(df), detail, _fewest(df, p["x"], fit.sizes_used),
+                    len(fit.sizes_used))
+
+
+def _fewest(df, x: str, used) -> int:
+    """The runs at the size with the fewest among the sizes `used` (0 when none)."""
+    counts = df[x].value_counts()
+    return int(min((counts[u] for u in used), default=0))
 
 
 def _log_slope(xs: np.ndarray, meds: np.ndarray) -> float:
@@ -100,8 +115,10 @@ def _slope_difference(df, p, boot) -> Estimate:
         used = np.array(fit_loglog(side[x].to_numpy(float), learning_times(side), n_boot=0).sizes_used)
         xs.append(used)
         samples += [learning_times(side[side[x] == u]) for u in used]
-    if min(len(u) for u in xs) < 2:
-        return Estimate(np.nan, np.nan, np.nan, len(df), "fewer than 2 uncensored sizes on a side")
+    runs = min(_fewest(side, x, used) for side, used in zip(sides, xs))
+    sizes = min(len(used) for used in xs)
+    if sizes < 2:
+        return Estimate(np.nan, np.nan, np.nan, len(df), "fewer than 2 uncensored sizes on a side", runs, sizes)
     k = len(xs[0])
 
     def diff(meds):
@@ -111,7 +128,7 @@ def _slope_difference(df, p, boot) -> Estimate:
         return [diff(meds) for meds in np.column_stack([censored_row_medians(a) for a in r])]
     detail = f"{p['x']} fitted: {_levels(xs[0])} ({p['a']}), {_levels(xs[1])} ({p['b']})"
     return Estimate(*bootstrap_ci(samples, lambda s: diff(np.array([censored_median(t) for t in s])), **boot,
-                                  rows=diffs), len(df), detail)
+                                  rows=diffs), len(df), detail, runs, sizes)
 
 
 def _ratio(df, p, boot) -> Estimate:
@@ -121,7 +138,7 @@ def _ratio(df, p, boot) -> Estimate:
         return Estimate(np.nan, np.nan, np.nan, len(df), "numerator and reference are not two distinct sets of runs")
     detail = f"{num(numerator[col].mean())} ({where_text(p['numerator'])}) / {num(ref[col].mean())} ({p['reference']})"
     return Estimate(*bootstrap_ci([numerator[col], ref[col]], lambda s: math.log2(s[0].mean() / s[1].mean()), **boot),
-                    len(numerator) + len(ref), detail)
+                    len(numerator) + len(ref), detail, min(len(numerator), len(ref)))
 
 
 def _rank(value: float, means: dict, over: str) -> str:
@@ -144,7 +161,7 @@ def _ratio_to_best(df, p, boot) -> Estimate:
               + _rank(numerator[col].mean(), {k: g.mean() for k, g in groups.items()}, p["over"]))
     return Estimate(*bootstrap_ci([numerator[col].to_numpy(float), *groups.values()],
                                   lambda s: math.log2(s[0].mean() / min(g.mean() for g in s[1:])), **boot),
-                    len(numerator) + len(cand), detail)
+                    len(numerator) + len(cand), detail, min(len(numerator), *(len(g) for g in groups.values())))
 
 
 def _median_learning_time(df, p, boot) -> Estimate:
@@ -164,7 +181,7 @@ def _breakdown(df, p, boot) -> Estimate:
     """Smallest x at which fewer than half the runs meet the criterion (+inf when none in the grid)."""
     xs, flags = _breakdown_flags(df, p)
     return Estimate(*bootstrap_ci(flags, lambda s: breakdown(xs, s), **boot), len(df),
-                    f"{p['x']} grid: {_levels(xs)}")
+                    f"{p['x']} grid: {_levels(xs)}", min(len(f) for f in flags))
 
 
 def _breakdown_trend(df, p, boot) -> Estimate:
@@ -185,7 +202,7 @@ def _breakdown_trend(df, p, boot) -> Estimate:
     detail = f"breakdown {p['x']} per {p['over']}: " + ", ".join(
         f"{level(lv)}: {num(b)}" for lv, b in zip(levels, points(flags)))
     return Estimate(*bootstrap_ci(flags, lambda s: rank_correlation(range(len(levels)), points(s)), **boot),
-                    len(df), detail)
+                    len(df), detail, min(len(f) for f in flags))
 
 
 def _plateau(df, p, boot) -> Estimate:
@@ -206,7 +223,7 @@ def _plateau(df, p, boot) -> Estimate:
     def rows(r):                  # every replicate's summaries at once, the plateau replicate by replicate
         return [log2_plateau(row) for row in np.column_stack([row_summary(a) for a in r])]
     return Estimate(*bootstrap_ci(samples, lambda s: log2_plateau([summary(t) for t in s]), **boot, rows=rows),
-                    len(df), f"{p['x']} grid: {_levels(ks)}")
+                    len(df), f"{p['x']} grid: {_levels(ks)}", min(len(t) for t in samples))
 
 
 # kind -> (estimator, required parameters, optional parameters, scale)

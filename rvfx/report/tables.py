@@ -33,11 +33,18 @@ COMPUTED = {"fig18_optimism_margin": margin_table}
 
 def claim_table(claim: dict, results: Path) -> pd.DataFrame:
     """The claim's table, with every unswept env parameter of the resolved spec as a column and
-    `learnt` (eq. 7.1 within the budget) beside `censored`."""
+    `learnt` (eq. 7.1 within the budget) beside `censored`; with `also_experiment`, that
+    experiment's table of the same name appended (a claim comparing two experiments' agents)."""
     name = claim.get("table", "runs")
     if "experiment" not in claim:
         return COMPUTED[name]()
-    exp = claim["experiment"]
+    df = _experiment_rows(results, claim["experiment"], name)
+    if "also_experiment" in claim:
+        df = pd.concat([df, _experiment_rows(results, claim["also_experiment"], name)], ignore_index=True)
+    return df
+
+
+def _experiment_rows(results: Path, exp: str, name: str) -> pd.DataFrame:
     df = experiment_table(results, exp, name)
     env = load_spec_value(results, exp, ("env",)) or {}
     df = df.assign(**{f"env.{k}": v for k, v in env.items()
