@@ -324,12 +324,28 @@ def missing_runs(results: str | Path, experiment: str) -> str | None:
     return f"{counts} of {done + int(status.sum())} runs (listed in {path})"
 
 
+def read_checksums(folder: Path) -> dict:
+    """The folder's tables.json, {table file: its sha256, or null}, or {} without one; DamagedTable
+    naming it when it is not such an object (read back, so untrusted)."""
+    path = folder / TABLES
+    if not path.exists():
+        return {}
+    try:
+        listed = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:                        # not JSON, or not UTF-8
+        listed = None
+    if not isinstance(listed, dict) or not all(isinstance(v, str) or v is None for v in listed.values()):
+        raise DamagedTable(f"{path.resolve()}: damaged, cannot be read (not a JSON object of table files and "
+                           f"their sha256)")
+    return listed
+
+
 def load_table(results: str | Path, experiment: str, name: str) -> pd.DataFrame:
     path = experiment_dir(results, experiment) / f"{name}.csv"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run `rvfx run configs/{experiment}.yaml` first")
     record = path.parent / TABLES
-    expected = json.loads(record.read_text(encoding="utf-8")).get(path.name) if record.exists() else None
+    expected = read_checksums(path.parent).get(path.name)
     data = path.read_bytes()                     # read once: checked, then parsed
     if expected is not None and hashlib.sha256(data).hexdigest() != expected:
         raise DamagedTable(f"{path.resolve()}: damaged, cannot be read (its sha256 differs from {record.resolve()}; "

@@ -14,7 +14,15 @@ from pathlib import Path
 import pandas as pd
 
 from rvfx.experiment import folders
-from rvfx.experiment.results import FILE_MODE, TABLES, DamagedTable, experiment_dir, load_spec_value, load_table
+from rvfx.experiment.results import (
+    FILE_MODE,
+    TABLES,
+    DamagedTable,
+    experiment_dir,
+    load_spec_value,
+    load_table,
+    read_checksums,
+)
 from rvfx.figures import FIGURES
 from rvfx.report.registry import RegistryError
 from rvfx.report.tables import experiment_table
@@ -49,9 +57,7 @@ def written_tables(results: Path, experiment: str, names) -> dict[str, pd.DataFr
 
 def unwritten_tables(folder: Path) -> set[str]:
     """The kept tables a record notes that none of its runs wrote (null in its tables.json)."""
-    path = folder / TABLES
-    listed = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    return {n[:-len(".csv")] for n, v in listed.items() if v is None and n.endswith(".csv")}
+    return {n[:-len(".csv")] for n, v in read_checksums(folder).items() if v is None and n.endswith(".csv")}
 
 
 def write_tables(dst: Path, frames: dict[str, pd.DataFrame], extras: dict[str, str],

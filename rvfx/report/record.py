@@ -24,6 +24,7 @@ from rvfx.experiment.results import (
     is_done,
     load_table,
     provenance_text,
+    read_checksums,
     read_table,
     shard_problem,
     shard_tables,
@@ -57,19 +58,28 @@ def _has_record(d: Path, exp) -> bool:
 
 
 def _run_ids(d: Path, experiment: str) -> set[str]:
-    """The run ids of the record's runs.csv, verified against tables.json."""
+    """The run ids of the record's runs.csv, verified against tables.json (DamagedTable naming a
+    tables.json that is not an object of checksums)."""
+    read_checksums(d)
     try:
-        return set(load_table(d.parent, experiment, "runs")["run_id"])
+        return _ids(load_table(d.parent, experiment, "runs"), d / "runs.csv")
     except DamagedTable as err:
         raise RecordError(f"{str(err).split(' (')[0]}: its sha256 differs from tables.json beside it; restore the "
                           f"record (git checkout) or move it aside") from None
+
+
+def _ids(table: pd.DataFrame, path: Path) -> set[str]:
+    """The run ids of a record's table, or RecordError naming it when it has none."""
+    if "run_id" not in table:
+        raise RecordError(f"{path}: has no run_id column; restore the record (git checkout) or move it aside")
+    return set(table["run_id"])
 
 
 def _held(d: Path, experiment: str) -> set[str]:
     """The run ids a record names (runs.csv and failures.csv): a spec that holds them all is the
     recorded sweep grown (more seeds, a wider grid), and records into it."""
     failed = d / "failures.csv"
-    return _run_ids(d, experiment) | (set(read_table(failed)["run_id"]) if failed.exists() else set())
+    return _run_ids(d, experiment) | (_ids(read_table(failed), failed) if failed.exists() else set())
 
 
 def lacking(registry: dict, record: Path, exp) -> list[str]:

@@ -1,0 +1,58 @@
+"""What the report, plot, export and record commands read back is untrusted: a tables.json that is
+not an object of checksums, or a record's runs.csv without its run ids, is refused in one line
+naming the file (exit 2, no traceback)."""
+import hashlib
+import json
+import shutil
+
+import pytest
+from cli_helpers import CONFIGS, invoke
+
+SPEC = [CONFIGS / "deepsea_tabular.yaml", "--set", "seeds=1", "--set", "episodes=20"]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A tiny deep sea sweep's results folder, and a record of it."""
+    root = tmp_path_factory.mktemp("hardening")
+    assert invoke("run", *SPEC, "--out", root / "results", "--record", root / "record").exit_code == 0
+    return root
+
+
+def _command(name: str, folder, tmp_path) -> list:
+    """The arguments of `rvfx NAME` reading `folder` (a results folder; a record for record)."""
+    return {"report": ["report", "--results", folder, "--out", tmp_path / "out"],
+            "plot": ["plot", "deepsea_tabular", "--results", folder, "--out", tmp_path / "out"],
+            "export": ["export", "--results", folder, "--out", tmp_path / "out"],
+            "record": ["run", *SPEC, "--out", tmp_path / "fresh", "--record", folder]}[name]
+
+
+def _refused(result, names) -> None:
+    """Exit 2 and one error line, naming the file."""
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 2, result.output
+    assert len(errors) == 1 and str(names) in errors[0], result.output
+
+
+@pytest.mark.parametrize("text", ["[1]", "{{{", '"runs.csv"'])
+@pytest.mark.parametrize("command", ["report", "plot", "export", "record"])
+def test_a_tables_json_that_is_not_an_object_of_checksums_is_refused_naming_it(made, tmp_path, command, text):
+    folder = tmp_path / "folder"
+    shutil.copytree(made / ("record" if command == "record" else "results"), folder)
+    (folder / "deepsea_tabular" / "tables.json").write_text(text)
+    _refused(invoke(*_command(command, folder, tmp_path)), (folder / "deepsea_tabular" / "tables.json").resolve())
+
+
+def test_a_record_whose_runs_csv_lacks_run_ids_is_refused_naming_it(made, tmp_path):
+    """Its tables.json agrees with it (a record edited by hand and re-hashed): still no run ids."""
+    folder = tmp_path / "record"
+    shutil.copytree(made / "record", folder)
+    runs, tables = folder / "deepsea_tabular" / "runs.csv", folder / "deepsea_tabular" / "tables.json"
+    lines = [line.split(",") for line in runs.read_text().splitlines()]
+    at = lines[0].index("run_id")
+    runs.write_text("".join(",".join(row[:at] + row[at + 1:]) + "\n" for row in lines))
+    tables.write_text(json.dumps({**json.loads(tables.read_text()),
+                                  "runs.csv": hashlib.sha256(runs.read_bytes()).hexdigest()}))
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    _refused(invoke(*_command("record", folder, tmp_path)), runs)
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
