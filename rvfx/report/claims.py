@@ -1,8 +1,11 @@
 """A claim evaluated on the result tables: its rows selected and grouped, each group's statistic
-estimated and judged by the claim's rule (a Row), the groups combined into the claim's verdict (an
-Outcome), inconclusive and naming what lacks when the results are missing or partial. An amended
-claim is evaluated as it stands now and as first committed; its `role` says whether its verdict is
-one on the paper, a measurement beyond it, or another reading of a claim."""
+estimated and judged by the claim's rule (a Row), never on fewer runs than the statistic needs, the
+groups combined into the claim's verdict (an Outcome), inconclusive and naming what lacks when the
+results are missing or partial. An amended claim is evaluated as it stands now and as first committed
+(by the rules as they were then: exact comparisons); a claim with a `contrast` is also evaluated, by
+the same statistic and rule, on its contrast's data, where the rule must not hold (its negative
+control); its `role` says whether its verdict is one on the paper, a measurement beyond it, or another
+reading of a claim."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,8 +19,8 @@ import yaml
 
 from rvfx.experiment.results import missing_runs
 from rvfx.report.grammar import ExpressionError
-from rvfx.report.registry import versions
-from rvfx.report.rules import GROUP_RULES, order_verdict, rule_verdict
+from rvfx.report.registry import contrast_entries, contrast_version, versions
+from rvfx.report.rules import GROUP_RULES, order_verdict, rule_verdict, tolerance, too_few
 from rvfx.report.statistics import STATISTICS, level
 from rvfx.report.tables import claim_table, select, where_text
 
@@ -39,6 +42,7 @@ class Outcome:
     problem: str = ""     # what is missing or partial; empty when the results are complete
     first: Outcome | None = None    # an amended claim's version 1, evaluated
     beyond: bool = False  # worded as rvfx's measurement beyond the paper (its own, or its main claim's)
+    contrasts: list = dataclasses.field(default_factory=list)  # (contrast entry, Outcome) per negative control
 
 
 def role(claim: dict) -> str:
@@ -57,17 +61,23 @@ def _matches(value, entry) -> bool:
 
 
 def judge_group(claim: dict, rules: dict, label: str, df: pd.DataFrame) -> Row:
-    """Estimate the claim's statistic on one group of rows and apply its rule."""
+    """Estimate the claim's statistic on one group of rows and apply its rule; inconclusive when an
+    estimate rests on fewer runs than its statistic needs (rules.too_few)."""
     stat, rule = claim["statistic"], claim["rule"]
     estimate, scale = STATISTICS[stat["kind"]][0], STATISTICS[stat["kind"]][3]
     boot = _boot(rules)
     if rule["kind"] not in GROUP_RULES:
         e = estimate(df, stat, boot)
-        return Row(label, [("", e)], *rule_verdict(rule, rules, e, scale))
+        few = too_few(e, stat["kind"], rules)
+        return Row(label, [("", e)], *(("inconclusive", few) if few else rule_verdict(rule, rules, e, scale)))
     col = claim["group"]
     levels = sorted(df[col].dropna().unique())
     ests = {lv: estimate(df[df[col] == lv], stat, boot) for lv in levels}
     shown = [(level(lv), ests[lv]) for lv in levels]
+    few = [f"{col} = {level(lv)}: {too_few(e, stat['kind'], rules)}" for lv, e in ests.items()
+           if too_few(e, stat["kind"], rules)]
+    if few:
+        return Row(label, shown, "inconclusive", "; ".join(few))
     if rule["kind"] == "order":
         wanted = [[lv] for lv in levels] if rule["tiers"] == "ascending" else \
             [t if isinstance(t, list) else [t] for t in rule["tiers"]]
@@ -78,7 +88,7 @@ def judge_group(claim: dict, rules: dict, label: str, df: pd.DataFrame) -> Row:
             if absent:
                 return Row(label, shown, "inconclusive", f"no runs with {col} = {', '.join(absent)}")
             tiers.append([(level(lv), ests[lv]) for lv in found])
-        return Row(label, [pair for tier in tiers for pair in tier], *order_verdict(tiers))
+        return Row(label, [pair for tier in tiers for pair in tier], *order_verdict(tiers, tolerance(rules)))
     in_set = set(select(df, rule["set"])[col])
     inside = [lv for lv in levels if lv in in_set and not np.isnan(ests[lv].value)]
     outside = [lv for lv in levels if lv not in in_set and not np.isnan(ests[lv].value)]
@@ -86,7 +96,7 @@ def judge_group(claim: dict, rules: dict, label: str, df: pd.DataFrame) -> Row:
         return Row(label, shown, "inconclusive", f"no estimate {'in' if not inside else 'outside'} the set")
     best_in, best_out = (min(side, key=lambda lv: ests[lv].value) for side in (inside, outside))
     return Row(label, shown, *order_verdict([[(level(best_in), ests[best_in])],
-                                             [(level(best_out), ests[best_out])]]))
+                                             [(level(best_out), ests[best_out])]], tolerance(rules)))
 
 
 def combine(verdicts: list, aggregate: str) -> str:
@@ -117,7 +127,7 @@ def evaluate_claim(claim: dict, rules: dict, results: Path) -> Outcome:
     except ExpressionError as err:
         return Outcome(claim, "inconclusive", [], f"not computable on {source}: {err}")
     verdict = combine([r.verdict for r in rows], claim.get("aggregate", "all"))
-    lacking = missing_runs(results, claim["experiment"]) if "experiment" in claim else None
+    lacking = "; ".join(filter(None, (missing_runs(results, exp) for exp in read_experiments(claim))))
     if lacking:
         return Outcome(claim, "inconclusive", rows,
                        f"partial: the tables lack {_relative(lacking, results)}; on the runs present: {verdict}")
@@ -146,19 +156,29 @@ def _relative(text, results: Path) -> str:
     return str(text).replace(str(results), "RESULTS")
 
 
+def read_experiments(claim: dict) -> list:
+    """The experiments whose tables a claim version reads: its experiment, and `also_experiment`
+    whose rows its table appends."""
+    return [claim[k] for k in ("experiment", "also_experiment") if k in claim]
+
+
 def evaluate(registry: dict, results: Path) -> list:
-    """One Outcome per claim: its current version's, with version 1's as `first` when it is amended;
+    """One Outcome per claim: its current version's, with version 1's as `first` when it is amended
+    (judged by exact comparisons, the rules as first committed), each contrast's in `contrasts`;
     `beyond` for a measurement beyond the paper and for another reading of one."""
     rules = registry["rules"]
+    exact = {**rules, "tolerance": 0.0}
     beyond = {c["id"] for c in registry["claims"] if role(c) == "beyond"}
 
-    def outcome(version: dict) -> Outcome:
-        found = (evaluate_claim(version, rules, Path(results)) if "experiment" in version
-                 else _evaluate_computed(yaml.safe_dump(version), yaml.safe_dump(rules)))
+    def outcome(version: dict, consts: dict = rules) -> Outcome:
+        found = (evaluate_claim(version, consts, Path(results)) if "experiment" in version
+                 else _evaluate_computed(yaml.safe_dump(version), yaml.safe_dump(consts)))
         return dataclasses.replace(found, beyond=version["id"] in beyond
                                    or version.get("reading", {}).get("of") in beyond)
     found = []
     for claim in registry["claims"]:
         first, *amended = versions(claim)
-        found.append(dataclasses.replace(outcome(amended[-1]), first=outcome(first)) if amended else outcome(first))
+        now = dataclasses.replace(outcome(amended[-1]), first=outcome(first, exact)) if amended else outcome(first)
+        now.contrasts = [(entry, outcome(contrast_version(now.claim, entry))) for entry in contrast_entries(claim)]
+        found.append(now)
     return found
