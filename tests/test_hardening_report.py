@@ -3,6 +3,7 @@ not an object of checksums, or a record's runs.csv without its run ids, is refus
 naming the file (exit 2, no traceback)."""
 import hashlib
 import json
+import re
 import shutil
 
 import pytest
@@ -56,3 +57,31 @@ def test_a_record_whose_runs_csv_lacks_run_ids_is_refused_naming_it(made, tmp_pa
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     _refused(invoke(*_command("record", folder, tmp_path)), runs)
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+
+
+FORGED = ("<img src=x onerror=alert(1)>", "</table><script>alert(2)</script>")
+
+
+def test_names_read_from_the_tables_are_text_in_report_md_and_the_readme_blocks(made, tmp_path):
+    """Agent names forged in a results folder's runs.csv (raw HTML) reach report.md, a README's report
+    block and its table block as text (`<` written &lt;), as report.html shows them; the report
+    still reads them: each is a level of the claim's groups."""
+    results = tmp_path / "results"
+    shutil.copytree(made / "results", results)
+    runs = results / "deepsea_tabular" / "runs.csv"
+    runs.write_text(runs.read_text().replace(",psrl,", f",{FORGED[0]},").replace(",rlsvi,", f",\"{FORGED[1]}\","))
+    (results / "deepsea_tabular" / "tables.json").unlink()
+    (tmp_path / "agents.md").write_text(f"| agent |\n|---|\n| {FORGED[0]} |\n")
+    readme = tmp_path / "README.md"
+    readme.write_text("# r\n\n<!-- report:begin fig4_order_ucrl2_all_states -->\n<!-- report:end -->\n\n"
+                      "<!-- table:begin agents.md -->\n<!-- table:end -->\n")
+    result = invoke("report", "--results", results, "--out", tmp_path / "out", "--readme", readme)
+    assert result.exit_code == 0, result.output
+    md, block = (tmp_path / "out" / "report.md").read_text(), readme.read_text()
+    for text in (md, block):
+        assert not re.search(r"<(?=[A-Za-z/!?])", text.replace("<!-- report:", "").replace("<!-- table:", ""))
+        assert "&lt;img src=x onerror=alert(1)>" in text
+    assert "&lt;/table>&lt;script>alert(2)&lt;/script>" in md
+    assert "&lt;img src=x onerror=alert(1)>" in (tmp_path / "out" / "report.html").read_text().replace("&gt;", ">")
+    assert invoke("report", "--results", results, "--out", tmp_path / "out", "--readme", readme,
+                  "--check").exit_code == 0

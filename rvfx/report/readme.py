@@ -18,6 +18,7 @@ from rvfx.report.render import (
     block_markdown,
     layout,
     md_cell,
+    no_html,
     render_html,
     render_markdown,
     said,
@@ -138,11 +139,12 @@ def fill_glance(text: str, registry: dict, outcomes: list, pages: dict, at: Path
 
 
 def _table_file(root: Path, name: str) -> str:
-    """The text a table block naming `name` holds, or RegistryError naming the missing file."""
+    """The text a table block naming `name` holds (no_html: a table's cells come from data), or
+    RegistryError naming the missing file."""
     path = root / name
     if not path.is_file():
         raise RegistryError(f"README table block names no file: {path}")
-    text = path.read_text(encoding="utf-8")
+    text = no_html(path.read_text(encoding="utf-8"))
     return text if text.endswith("\n") else text + "\n"
 
 

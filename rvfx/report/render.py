@@ -6,7 +6,8 @@ amended claim's verdict as first committed beside its current one, and the verdi
 words a measurement beyond the paper as what its rule finds, in a section of its own; shows another
 reading under its main claim; shows each claim's negative controls (its rule on the data the paper
 contrasts it with, where it must not hold); and lists the runs made with settings other than their
-spec's."""
+spec's. Neither format passes HTML through from the tables: report.html escapes, Markdown writes a
+`<` that could open a tag as &lt; (no_html)."""
 from __future__ import annotations
 
 import base64
@@ -32,6 +33,15 @@ def said(o: Outcome, verdict: str | None = None) -> str:
     """A verdict of `o` (its own by default) as the report words it."""
     verdict = o.verdict if verdict is None else verdict
     return MEASURED[verdict] if o.beyond else verdict
+
+
+HTML_OPENING = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def no_html(markdown: str) -> str:
+    """Markdown holding no raw HTML: each `<` that could open a tag, a comment or an autolink written
+    &lt;, so that text read from the tables (a forged agent name) shows as itself, as in report.html."""
+    return HTML_OPENING.sub("&lt;", markdown)
 
 
 def md_cell(text: str) -> str:
@@ -218,7 +228,7 @@ def block_markdown(o: Outcome, rules: dict, limit: int | None = None) -> str:
     if o.first:
         lines += ["", first_committed(o, rules, MARKDOWN)
                   + (" report.md lists its amendments: why, when, and after seeing which data." if limit else "")]
-    return "\n".join(lines)
+    return no_html("\n".join(lines))
 
 
 def statistic_sentence(claim: dict) -> str:
@@ -441,7 +451,7 @@ def render_markdown(registry: dict, outcomes: list, out: Path, scale: str, modif
     if own:
         lines += ["", "## Figures with no claim: rvfx's own, and the paper's diagrams", ""]
         lines += [f"- `{f}`: {why}" for f, why in own]
-    return "\n".join(lines) + "\n"
+    return no_html("\n".join(lines) + "\n")
 
 
 STYLE = """body{font-family:sans-serif;max-width:70em;margin:auto;padding:1em;color:#222}
