@@ -90,8 +90,12 @@ def results_folder(out: str, exp) -> None:
 
 
 def preflight(out: str, exp) -> None:
-    """Before any run starts: OUT/<experiment>/ can be made and written (a probe file is written,
-    synced and deleted) and has room for a shard; else one line, exit 2, and nothing computed."""
+    """Before any run starts: RVFX_KERNELS names kernels this environment has, and OUT/<experiment>/
+    can be made and written (a probe file is written, synced and deleted) and has room for a shard;
+    else one line, exit 2, and nothing computed."""
+    from rvfx.agents.neural.fused import requested_problem
+    if requested_problem():
+        fail(requested_problem(), 2)
     from rvfx.experiment import folders
     from rvfx.experiment.memory import shard_bytes
     folder = Path(out) / exp.name

@@ -295,6 +295,17 @@ def available() -> bool:
     return True
 
 
+def requested_problem() -> str | None:
+    """Why RVFX_KERNELS names no kernels this environment has, or None (unset: the default): checked
+    before a sweep starts, so that a typo fails once and not in every run."""
+    wanted = os.environ.get("RVFX_KERNELS")
+    if wanted and wanted not in ("numba", "numpy"):
+        return f"RVFX_KERNELS={wanted!r}: expected numba or numpy (unset: numba where the fast extra is installed)"
+    if wanted == "numba" and not available():
+        return "RVFX_KERNELS='numba': numba is not installed (pip install 'rvfx[fast]'), or unset it for NumPy's passes"
+    return None
+
+
 def use(backend: str) -> None:
     """Bind the module's kernels to "numba" or "numpy" (tests compare the two; RVFX_KERNELS picks one)."""
     global _compiled
