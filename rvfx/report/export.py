@@ -170,21 +170,23 @@ def export_tables(registry: dict, results: Path, out: Path, scale: str | None = 
                             f"tables with fewer (no episodes.csv); nothing exported, choose another --out")
     present = {exp: names for exp, names in sorted(kept_tables(registry).items())
                if (experiment_dir(results, exp) / "runs.csv").exists()}
+    for exp in present:
+        ran_at = load_spec_value(results, exp, ("scale",))
+        if scale is not None and ran_at != scale:
+            raise RegistryError(f"{experiment_dir(results, exp) / 'spec.yaml'}: run at scale {ran_at}, not {scale}; "
+                                f"nothing exported")
     with ExitStack() as held:
         for exp in present:
             held.enter_context(record_lock(out, exp))
-        return _export(results, out, scale, present)
+        return _export(results, out, present)
 
 
-def _export(results: Path, out: Path, scale: str | None, present: dict[str, set]) -> list[Path]:
+def _export(results: Path, out: Path, present: dict[str, set]) -> list[Path]:
     """export_tables' work, under the locks of the experiments it writes."""
     frames = {}
     for exp, names in present.items():
         src, dst = experiment_dir(results, exp), experiment_dir(out, exp)
         repair(dst)
-        ran_at = load_spec_value(results, exp, ("scale",))
-        if scale is not None and ran_at != scale:
-            raise RegistryError(f"{src / 'spec.yaml'}: run at scale {ran_at}, not {scale}; nothing exported")
         frames[exp] = written_tables(results, exp, names)
         if (dst / "runs.csv").exists() and (dst / "spec.yaml").exists() \
                 and (dst / "spec.yaml").read_bytes() == (src / "spec.yaml").read_bytes():
