@@ -316,7 +316,7 @@ def test_disk_full_during_a_run_names_the_file_and_keeps_earlier_results(earlier
 def test_a_bug_inside_a_run_keeps_its_traceback_in_failed(tmp_path, monkeypatch):
     """The CLI turns OS errors into one line, but an agent's own error (even an OSError) is the
     runner's: stored with its full traceback under failed/, the sweep going on."""
-    def buggy(run):
+    def buggy(run, *args):
         raise OSError("an agent bug")
     monkeypatch.setattr(runner_mod, "execute", buggy)
     (tmp_path / "tiny.yaml").write_text(TINY_SPEC)

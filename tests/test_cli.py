@@ -54,10 +54,10 @@ def test_interrupted_sweep_resumes_and_redoes_only_unfinished_runs(tiny_spec, tm
 def test_a_failed_run_is_recorded_and_the_rest_go_on(tiny_spec, tmp_path, monkeypatch):
     real = runner_mod.execute
 
-    def flaky(run):
+    def flaky(run, *args):
         if run.agent == "psrl" and run.seed == 1 and run.swept["env.treasure"]:
             raise RuntimeError("boom")
-        return real(run)
+        return real(run, *args)
 
     monkeypatch.setattr(runner_mod, "execute", flaky)
     out = tmp_path / "f"
@@ -103,10 +103,10 @@ def test_plot_draws_from_csv_alone(tiny_spec, tmp_path):
 def test_collect_and_plot_warn_of_runs_missing_from_the_tables(tiny_spec, tmp_path, monkeypatch):
     real = runner_mod.execute
 
-    def flaky(run):
+    def flaky(run, *args):
         if run.agent == "psrl" and run.seed == 1:
             raise RuntimeError("boom")
-        return real(run)
+        return real(run, *args)
 
     monkeypatch.setattr(runner_mod, "execute", flaky)
     out = tmp_path / "w"

@@ -228,12 +228,12 @@ def _kill_worker_running(monkeypatch, victim, marker: Path | None) -> None:
     is given (the file says it has been tried), else on every try. Forked workers inherit this."""
     real = runner.execute
 
-    def execute(run):
+    def execute(run, *args):
         if run.run_id == victim.run_id and (marker is None or not marker.exists()):
             if marker is not None:
                 marker.touch()
             os.kill(os.getpid(), signal.SIGKILL)
-        return real(run)
+        return real(run, *args)
     monkeypatch.setattr(runner, "execute", execute)
 
 

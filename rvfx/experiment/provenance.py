@@ -8,7 +8,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from threadpoolctl import threadpool_info
+from threadpoolctl import ThreadpoolController
 
 
 @functools.lru_cache(maxsize=1)
@@ -25,13 +25,25 @@ def code_version() -> dict:
     return {"rvfx": metadata.version("rvfx"), "commit": commit}
 
 
-def blas_kernels() -> list[str]:
-    """NumPy's and SciPy's BLAS, sorted, as "library version kernels", e.g. "openblas 0.3.31 Haswell".
-    SciPy is imported here because rvfx imports it only where it is used: without this the list
-    would depend on what the process happened to run before."""
+@functools.lru_cache(maxsize=1)
+def blas() -> ThreadpoolController:
+    """NumPy's and SciPy's BLAS libraries, found once per process: finding them scans every loaded
+    library (~1.5 ms, as much as a tiny run's own work). SciPy is imported here because rvfx imports
+    it only where it is used: without this the libraries found would depend on what the process
+    happened to run before."""
     import scipy.linalg  # noqa: F401  (loads SciPy's BLAS)
-    return sorted(f"{i['internal_api']} {i['version']} {i.get('architecture')}" for i in threadpool_info()
-                  if i["user_api"] == "blas")
+    return ThreadpoolController().select(user_api="blas")
+
+
+@functools.lru_cache(maxsize=1)
+def blas_info() -> tuple[dict, ...]:
+    """threadpoolctl's description of each of `blas()`'s libraries (its version and kernels), read once."""
+    return tuple(blas().info())
+
+
+def blas_kernels() -> list[str]:
+    """NumPy's and SciPy's BLAS, sorted, as "library version kernels", e.g. "openblas 0.3.31 Haswell"."""
+    return sorted(f"{i['internal_api']} {i['version']} {i.get('architecture')}" for i in blas_info())
 
 
 @functools.lru_cache(maxsize=1)

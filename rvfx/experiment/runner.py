@@ -18,11 +18,9 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
 from tqdm import tqdm
 
 from rvfx.agents import AGENTS, make_agent
@@ -33,16 +31,12 @@ from rvfx.experiment import folders, results
 from rvfx.experiment.checkpoint import Checkpoint
 from rvfx.experiment.executors import ExecutorPool, LocalPool, Progress, Stopped, dask_pool
 from rvfx.experiment.plugins import load_plugins
+from rvfx.experiment.provenance import blas, blas_info
 from rvfx.experiment.spec import resolved_yaml
 
 LOG_EVERY = 60.0   # seconds between progress lines when stderr is not a terminal (a log)
 POLL = 0.5         # seconds between the driver's looks at running runs
 RETRIES = 1        # times a run whose pool worker died is run again before it is recorded failed
-
-# `live`'s on_episode for the run executing in this context (progress and stop), and the run's
-# Checkpoint; set by run_and_store, so `execute(run)` keeps the one-argument form that tests wrap.
-episode_hook: ContextVar = ContextVar("episode_hook", default=None)
-checkpointing: ContextVar = ContextVar("checkpointing", default=None)
 
 
 def seed_sequence(*parts) -> np.random.SeedSequence:
@@ -59,10 +53,11 @@ def run_rngs(run) -> tuple[np.random.Generator, np.random.Generator]:
     return env_rng, agent_rng
 
 
-def execute(run) -> dict:
+def execute(run, on_episode: Callable[[int], None] | None = None, checkpoint: Checkpoint | None = None) -> dict:
     """Run one RunSpec in this process and return its logged metrics, with the extra per-run
-    tables ("tables") the agent and the environment declare (`run_tables`). Under run_and_store
-    it goes on from the run's checkpoint when one verifies, and checkpoints as it goes.
+    tables ("tables") the agent and the environment declare (`run_tables`). `on_episode` hears the
+    end of each episode (progress; it may stop the run); with a `checkpoint` the run goes on from
+    it when it verifies, and checkpoints as it goes.
 
     BLAS runs on one thread: runs are parallel across processes, and a multi-threaded BLAS on
     the small products of these agents is slower (~0.04 ms vs ~15 ms for one first-layer product
@@ -70,16 +65,15 @@ def execute(run) -> dict:
     thread count before NumPy loads; this holds it where NumPy loaded first (a notebook, a Dask
     worker), and warns where the BLAS kernels are not the ones `import rvfx` pins."""
     warn_unless_pinned_kernels()
-    ckpt = checkpointing.get()
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas().limit(limits=1):
         env_rng, agent_rng = run_rngs(run)
         env_cls, env_params_cls = ENVS[run.env]
         env = env_cls(env_params_cls(**run.env_params), env_rng)
         agent = make_agent(run.algorithm, AGENTS[run.algorithm].params(**run.agent_params), env, agent_rng)
-        state = ckpt.load(agent, env) if ckpt is not None else None      # restored into agent and env
+        state = checkpoint.load(agent, env) if checkpoint is not None else None      # restored into agent and env
         metrics = live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning,
-                       on_episode=episode_hook.get(), state=state,
-                       after_episode=None if ckpt is None else lambda s: ckpt.save_if_due(agent, env, s))
+                       on_episode=on_episode, state=state,
+                       after_episode=None if checkpoint is None else lambda s: checkpoint.save_if_due(agent, env, s))
         metrics["tables"] = run_tables(agent, env)
     return metrics
 
@@ -89,9 +83,9 @@ def warn_unless_pinned_kernels() -> None:
     rvfx, without it): the run is sound, but its CSV may differ in the last digits from
     another machine's."""
     pinned = os.environ.get("OPENBLAS_CORETYPE")
-    for blas in threadpool_info():
-        if pinned and blas["internal_api"] == "openblas" and blas["architecture"].lower() != pinned.lower():
-            warnings.warn(f"OpenBLAS runs {blas['architecture']} kernels, not {pinned}: set "
+    for lib in blas_info():
+        if pinned and lib["internal_api"] == "openblas" and lib["architecture"].lower() != pinned.lower():
+            warnings.warn(f"OpenBLAS runs {lib['architecture']} kernels, not {pinned}: set "
                           f"OPENBLAS_CORETYPE={pinned} before NumPy loads for CSV byte-identical "
                           "across machines", RuntimeWarning, stacklevel=2)
 
@@ -109,18 +103,14 @@ def run_and_store(run, out: str, progress: Progress | None = None) -> Outcome:
     which then leaves nothing behind but its last checkpoint."""
     load_plugins(run.plugins)                # a worker started afresh (spawn, Dask) knows no plugin yet
     ckpt = Checkpoint(out, run)
-    token, ckpt_token = episode_hook.set(progress), checkpointing.set(ckpt)
     try:
-        metrics = execute(run)
+        metrics = execute(run, progress, ckpt)
     except Stopped:
         return Outcome(run.run_id, False, "stopped")
     except Exception:
         path = results.write_failure(out, run, traceback.format_exc())
         ckpt.remove()
         return Outcome(run.run_id, False, f"{path}")
-    finally:
-        episode_hook.reset(token)
-        checkpointing.reset(ckpt_token)
     learning_time = metrics["learning_time"]
     has_regret = metrics["final_cum_regret"] is not None
     summary = {"learning_time": learning_time if learning_time is not None else "",
