@@ -209,14 +209,20 @@ def plot(figures, results_dir, out, spec_path):
         support.draw(figures, view, out, shown=results_dir)
 
 
+def _no_tables(experiment: str, results_dir: str) -> str:
+    """No collected tables of EXPERIMENT: the command that makes them, by its shipped name where it ships."""
+    spec = experiment if shipped.shipped_spec(experiment) else "SPEC"
+    return f"{experiment}: no collected tables in {results_dir}: run `rvfx run {spec} --out {results_dir}` first"
+
+
 def _draw_standard(experiment: str, results_dir: str, out: str) -> None:
     """The standard panels and summary table of EXPERIMENT's tables; one line and exit 1 (missing) or 2
     (damaged) when they cannot be read."""
     from rvfx.figures.standard import draw
     try:
         paths = draw(Path(results_dir), Path(out), experiment)
-    except FileNotFoundError as err:
-        support.fail(f"{experiment}: {err}", 1)
+    except FileNotFoundError:
+        support.fail(_no_tables(experiment, results_dir), 1)
     except support.unreadable_tables() as err:
         support.fail(support.unreadable_file(results_dir, [experiment], err), 2)
     click.echo(f"{experiment} (standard panels): " + ", ".join(str(p) for p in paths))
@@ -238,8 +244,8 @@ def summary(experiment, results_dir, fmt):
         runs = load_table(results_dir, experiment, "runs")
         has_episodes = (Path(results_dir) / experiment / "episodes.csv").is_file()
         table = summarise(runs, load_table(results_dir, experiment, "episodes") if has_episodes else None)
-    except FileNotFoundError as err:
-        support.fail(f"{experiment}: {err}", 1)
+    except FileNotFoundError:
+        support.fail(_no_tables(experiment, results_dir), 1)
     except support.unreadable_tables() as err:
         support.fail(support.unreadable_file(results_dir, [experiment], err), 2)
     click.echo(markdown(summary_text(table)) if fmt == "md" else table.to_csv(index=False, lineterminator="\n"),
