@@ -5,9 +5,9 @@ the specs' settings run through `live` for `warmup` episodes, then `episodes` mo
 CPU time (BLAS on one thread). A case's time is the slower process's. Then, per family, the
 constants that charge no case less than its time with the least summed model/measured (a linear
 program: the model is linear in them): first the fixed charges every run pays with the tabular
-agents' `learn_cost`s, then the linear agents' and the networks' constants on top of those fixed
+agents' `LEARN`, then the linear agents' and the networks' constants on top of those fixed
 charges. It prints the constants in use and the fitted ones, and model/measured per case for both;
-it changes no code (the constants live beside the agents they charge).
+it changes no code (the constants live in rvfx/agents/costs.py).
 
 Run: .venv/bin/python benchmarks/fit_speeds.py [--save FILE | --load FILE...]  (about a minute on 2
 cores; the bsuite cases need the bsuite extra and are left out without it). --save keeps the
@@ -29,10 +29,8 @@ from scipy.optimize import linprog
 from threadpoolctl import threadpool_limits
 
 from rvfx.agents import AGENTS, make_agent
-from rvfx.agents.linear import rlsvi as linear
-from rvfx.agents.neural import ensemble
+from rvfx.agents import costs
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams
-from rvfx.agents.tabular import base, exploration, psrl, rlsvi, ucrl2
 from rvfx.core.live import live
 from rvfx.envs import ENVS
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams
@@ -136,37 +134,34 @@ def measure(case: Case) -> float:
 # The constants each family's fit sets, as (name, get, set) over a vector
 def _tabular_slots():
     def get():
-        return [memory.FIXED_PER_STEP, memory.FIXED_PER_EPISODE, *rlsvi.RLSVIParams.learn_cost,
-                *psrl.PSRLParams.learn_cost, *ucrl2.UCRL2Params.learn_cost, *exploration.DeepSeaKnownParams.learn_cost,
-                *base.BOOTSTRAP_STATISTICS, base.BOLTZMANN_STEP]
+        return [costs.FIXED_PER_STEP, costs.FIXED_PER_EPISODE, *costs.LEARN["rlsvi"], *costs.LEARN["psrl"],
+                *costs.LEARN["ucrl2"], *costs.LEARN["thompson"], *costs.BOOTSTRAP_STATISTICS, costs.BOLTZMANN_STEP]
 
     def put(x):
-        memory.FIXED_PER_STEP, memory.FIXED_PER_EPISODE = x[0], x[1]
-        rlsvi.RLSVIParams.learn_cost, psrl.PSRLParams.learn_cost = (x[2], x[3]), (x[4], x[5])
-        ucrl2.UCRL2Params.learn_cost, exploration.DeepSeaKnownParams.learn_cost = (x[6], x[7]), (x[8], x[9])
-        base.BOOTSTRAP_STATISTICS, base.BOLTZMANN_STEP = (x[10], x[11]), x[12]
-    names = ["FIXED_PER_STEP", "FIXED_PER_EPISODE", "RLSVIParams.learn_cost[0]", "[1]", "PSRLParams.learn_cost[0]",
-             "[1]", "UCRL2Params.learn_cost[0]", "[1]", "DeepSeaKnownParams.learn_cost[0]", "[1]",
+        costs.FIXED_PER_STEP, costs.FIXED_PER_EPISODE = x[0], x[1]
+        costs.LEARN.update(rlsvi=(x[2], x[3]), psrl=(x[4], x[5]), ucrl2=(x[6], x[7]), thompson=(x[8], x[9]))
+        costs.BOOTSTRAP_STATISTICS, costs.BOLTZMANN_STEP = (x[10], x[11]), x[12]
+    names = ["FIXED_PER_STEP", "FIXED_PER_EPISODE", "LEARN['rlsvi'][0]", "[1]", "LEARN['psrl'][0]",
+             "[1]", "LEARN['ucrl2'][0]", "[1]", "LEARN['thompson'][0]", "[1]",
              "BOOTSTRAP_STATISTICS[0]", "[1]", "BOLTZMANN_STEP"]
     return names, get, put
 
 
 def _linear_slots():
     def put(x):
-        linear.LINEAR_ROW, linear.LINEAR_BOOTSTRAP = tuple(x[:4]), tuple(x[4:])
+        costs.LINEAR_ROW, costs.LINEAR_BOOTSTRAP = tuple(x[:4]), tuple(x[4:])
     return (["LINEAR_ROW[0]", "[1]", "[2]", "[3]", "LINEAR_BOOTSTRAP[0]", "[1]", "[2]"],
-            lambda: [*linear.LINEAR_ROW, *linear.LINEAR_BOOTSTRAP], put)
+            lambda: [*costs.LINEAR_ROW, *costs.LINEAR_BOOTSTRAP], put)
 
 
 def _network_slots():
     def get():
-        return [*ensemble.NETWORK_STEP, ensemble.KEYED_MEMBER["one-hot"], ensemble.KEYED_MEMBER["block"],
-                ensemble.SGD_FIXED]
+        return [*costs.NETWORK_STEP, costs.KEYED_MEMBER["one-hot"], costs.KEYED_MEMBER["block"], costs.SGD_FIXED]
 
     def put(x):
-        ensemble.NETWORK_STEP = tuple(x[:3])
-        ensemble.KEYED_MEMBER = {"one-hot": x[3], "block": x[4]}
-        ensemble.SGD_FIXED = x[5]
+        costs.NETWORK_STEP = tuple(x[:3])
+        costs.KEYED_MEMBER = {"one-hot": x[3], "block": x[4]}
+        costs.SGD_FIXED = x[5]
     return ["NETWORK_STEP[0]", "[1]", "[2]", "KEYED_MEMBER['one-hot']", "KEYED_MEMBER['block']", "SGD_FIXED"], get, put
 
 

@@ -107,9 +107,9 @@ def test_validate_of_several_specs_prints_each_and_their_total():
 
 
 def test_a_keyed_network_input_is_charged_for_the_distinct_inputs_of_its_minibatch():
-    """`ensemble.expected_distinct(B, n)` is the mean number of distinct values among B uniform draws from n: checked
+    """`costs.expected_distinct(B, n)` is the mean number of distinct values among B uniform draws from n: checked
     against 4,000 simulated minibatches per case, within four standard errors."""
-    from rvfx.agents.neural.ensemble import expected_distinct
+    from rvfx.agents.costs import expected_distinct
     rng = np.random.default_rng(0)
     for draws, n in ((128, 1), (128, 25), (128, 400), (128, 10_000), (3, 5)):
         counts = np.array([np.unique(rng.integers(0, n, draws)).size for _ in range(4000)])

@@ -16,15 +16,15 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from rvfx.agents.cartpole_reference import CartpoleReferenceParams, make_reference
-from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams, linear_cost, linear_sizes
-from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent, network_cost, network_sizes
+from rvfx.agents.costs import linear_cost, linear_sizes, network_cost, network_sizes, tabular_cost, uncertainty_cost
+from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams
+from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
 from rvfx.agents.tabular import exploration
-from rvfx.agents.tabular.base import tabular_cost
 from rvfx.agents.tabular.optimism import OptimismParams, OptimismProbe
 from rvfx.agents.tabular.psrl import PSRL, PSRLParams
 from rvfx.agents.tabular.rlsvi import RLSVIParams, TabularRLSVI
 from rvfx.agents.tabular.ucrl2 import UCRL2, UCRL2Params
-from rvfx.agents.tabular.uncertainty import UncertaintyParams, UncertaintyProbe, uncertainty_cost
+from rvfx.agents.tabular.uncertainty import UncertaintyParams, UncertaintyProbe
 from rvfx.core.protocols import (
     Environment,
     Layered,
@@ -61,19 +61,19 @@ def _network_requires(params) -> tuple:
 AGENTS = {
     "lsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "none"), RLSVIParams, Layered,
         "tabular learn_lsvi (Alg. 3): least-squares value iteration, no perturbation",
-        cost=tabular_cost()),
+        cost=tabular_cost("rlsvi")),
     "grlsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "gaussian"), RLSVIParams, Layered,
         "tabular learn_grlsvi (Alg. 4 with Gaussian noise, Sec. 5.2)",
-        cost=tabular_cost()),
+        cost=tabular_cost("rlsvi")),
     "brlsvi": AgentEntry(lambda p, env, rng: TabularRLSVI(env.shape, rng, p, "bootstrap"), RLSVIParams, Layered,
         "tabular learn_brlsvi (Alg. 4 with bootstrapped noise, Sec. 5.2)",
-        cost=tabular_cost(2, bootstrap=True)),
+        cost=tabular_cost("rlsvi", 2, bootstrap=True)),
     "psrl": AgentEntry(lambda p, env, rng: PSRL(env.shape, rng, p), PSRLParams, Layered,
         "posterior sampling for RL (PSRL, Sec. 7.1.1), Dirichlet-normal posterior",
-        cost=tabular_cost(3)),
+        cost=tabular_cost("psrl", 3)),
     "ucrl2": AgentEntry(lambda p, env, rng: UCRL2(env.shape, rng, p), UCRL2Params, Layered,
         "UCRL2 (Jaksch et al. 2010; Sec. 7.1.1), optimistic value iteration in confidence sets",
-        cost=tabular_cost(3)),
+        cost=tabular_cost("ucrl2", 3)),
     "grlsvi_optimism": AgentEntry(lambda p, env, rng: OptimismProbe(env, rng, p), OptimismParams, RandomMDP,
         "tabular learn_grlsvi probed for Theorem 1's optimism in expectation (Sec. 6.2)"),
     "grlsvi_uncertainty": AgentEntry(lambda p, env, rng: UncertaintyProbe(env, rng, p), UncertaintyParams,
@@ -82,16 +82,16 @@ AGENTS = {
         cost=uncertainty_cost),
     "deepsea_optimal": AgentEntry(exploration.make_optimal, exploration.DeepSeaKnownParams, DeepSea,
         "Table 1's optimal agent: knows deep sea's structure and whether the chest is treasure",
-        cost=tabular_cost(learn_cost=(0.0, 0.0))),     # no posterior draw: the fixed costs alone (fit_speeds)
+        cost=tabular_cost("none")),     # no posterior draw: the fixed costs alone (fit_speeds)
     "deepsea_exploitation": AgentEntry(exploration.make_pure_exploitation, exploration.DeepSeaKnownParams, DeepSea,
         "Table 1's pure exploitation: greedy on a posterior mean that knows the structure",
-        cost=tabular_cost(learn_cost=(0.0, 0.0))),
+        cost=tabular_cost("none")),
     "deepsea_myopic": AgentEntry(exploration.make_myopic, exploration.MyopicParams, DeepSea,
         "Table 1's myopic exploration: a one-step bonus for untried actions",
-        cost=tabular_cost()),
+        cost=tabular_cost("none")),
     "deepsea_thompson": AgentEntry(exploration.make_thompson, exploration.DeepSeaKnownParams, DeepSea,
         "Table 1's randomized agent: Thompson sampling on a prior that knows the structure",
-        cost=tabular_cost()),
+        cost=tabular_cost("thompson")),
     "ensemble_rlsvi": AgentEntry(make_ensemble_agent, EnsembleParams, _network_requires,
         "learn_ensemble_rlsvi (Alg. 8): K networks with fixed random priors, per-member noise",
         sizes=network_sizes, cost=network_cost),

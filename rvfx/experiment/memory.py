@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from rvfx.agents import AGENTS
+from rvfx.agents import AGENTS, costs
 from rvfx.core.cost import Part, RunCost
 from rvfx.core.live import log_grid
 from rvfx.core.protocols import RunSizes
@@ -23,9 +23,6 @@ from rvfx.core.protocols import RunSizes
 BYTES_PER_ROW = 900         # a logged episode: live's dict, then the shard's row with identity columns
 CSV_ROW_BYTES = 400         # a logged episode in the shard's episodes.csv, identity columns included
 PROCESS_BYTES = 200 * 2**20  # Python with numpy, scipy and pandas imported, before a run allocates
-# CPU seconds every run pays per environment step and per episode whatever its agent (the `live` loop,
-# the environment's step, logging), fitted with the tabular agents' charges (benchmarks/fit_speeds.py)
-FIXED_PER_STEP, FIXED_PER_EPISODE = 1.96e-6, 8e-7
 
 
 def sizes(algorithm: str, agent, env_params) -> dict | None:
@@ -90,7 +87,7 @@ def cpu_seconds(algorithm: str, agent, env_params, episodes: int) -> float | Non
     if z is None:
         return None
     cost = agent_cost(algorithm, agent, z, episodes, env_params.size_key)
-    per_step, per_episode = FIXED_PER_STEP + z.get("step_seconds", 0.0), FIXED_PER_EPISODE
+    per_step, per_episode = costs.FIXED_PER_STEP + z.get("step_seconds", 0.0), costs.FIXED_PER_EPISODE
     for term in cost.per_step:
         per_step += term
     for term in cost.per_episode:

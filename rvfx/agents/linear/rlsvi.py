@@ -26,9 +26,8 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.tabular.base import ActRule, QPolicy, TransitionStore, act_fields, history_cost
+from rvfx.agents.tabular.base import ActRule, QPolicy, TransitionStore, act_fields
 from rvfx.core.backward_induction import backward_induction
-from rvfx.core.cost import Part, RunCost
 from rvfx.core.expressions import Expr, evaluate
 from rvfx.envs.features import misspecify, one_hot_basis
 
@@ -76,43 +75,6 @@ class LinearRLSVIParams:
     act: ActRule = act_fields()["act"]
     epsilon: float = act_fields()["epsilon"]
     temperature: float = act_fields()["temperature"]
-
-
-# CPU seconds per episode, fitted to runs on deep sea at the specs' settings (N = 10-80, M = 2-160;
-# benchmarks/fit_speeds.py) at the sweeps' load, two processes on two cores, as the constants that
-# charge no case less than it measured with the least summed excess (a linear program over 15 cases):
-# per row of the backward pass (the step that fills it included) a fixed cost and the M x M solve's M^2
-# and M^3 parts (at M <= 160 LAPACK's time grows nearer M^2: the fit sets the M^3 part to 0), and per
-# (h, s, a, feature) the Q table's products
-LINEAR_ROW = (9.24e-6, 6.97e-9, 0.0, 2.45e-9)
-# learn_brlsvi's statistics from the resampled counts, per H*S*A: the Gram matrices (x M^2), the
-# next-state sums (x S*M) and the next-state count tables (x S)
-LINEAR_BOOTSTRAP = (3.32e-11, 4.55e-11, 7.42e-10)
-
-
-def linear_sizes(params: LinearRLSVIParams, z: dict) -> dict:
-    """`AgentEntry.sizes`: M, features per row (2N for the one-hot basis)."""
-    return {"M": 2 * z["S"] if params.basis == "one_hot" else params.M}
-
-
-def linear_cost(bootstrap: bool = False):
-    """`AgentEntry.cost` of the linear agents: features, next-state sums and Gram matrices; per episode
-    the rows' solves and the Q table's products (`LINEAR_ROW`), with `bootstrap` the statistics from
-    the resampled counts (`LINEAR_BOOTSTRAP`) and the stored history."""
-    def cost(params: LinearRLSVIParams, z: dict, episodes: int, size_key: str) -> RunCost:
-        H, S, A, M = z["H"], z["S"], z["A"], z["M"]
-        copies = 3 if params.psi > 0 else 1           # phi, eta and phi + eta
-        row, row_m2, row_m3, q_product = LINEAR_ROW
-        per_episode = (H * (row + row_m2 * M ** 2 + row_m3 * M ** 3) + q_product * H * S * A * M,)
-        if bootstrap:
-            gram, next_sums, tables = LINEAR_BOOTSTRAP
-            per_episode += (H * S * A * (gram * M ** 2 + next_sums * S * M + tables * S),)
-        own = RunCost(parts=(Part("features (N, N, 2, M) and next-state sums (N, M, N)",
-                                  8 * (2 * copies + 1) * H * S * M, size_key),
-                             Part("Gram matrices (N, M, M)", 8 * 2 * H * M ** 2, "agent.M")),
-                      per_episode=per_episode)
-        return own.plus(history_cost(z, episodes)) if bootstrap else own
-    return cost
 
 
 def linear_features(env, params: LinearRLSVIParams, rng: np.random.Generator) -> np.ndarray:

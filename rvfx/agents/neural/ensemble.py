@@ -30,7 +30,6 @@ from rvfx.agents.neural.mlp import EnsembleMLP, Tape
 from rvfx.agents.neural.prior_ensemble import PriorEnsemble
 from rvfx.agents.neural.representations import FiniteCodes, Representation, RepresentationKind, representation_for
 from rvfx.agents.tabular.base import greedy_policy
-from rvfx.core.cost import Part, RunCost
 from rvfx.core.protocols import ProbeStates
 
 
@@ -120,81 +119,6 @@ class DQNParams(EnsembleParams):
         "min": 0, "doc": "episodes of linear annealing epsilon -> epsilon_final (0: constant epsilon)"})
     acting_weights: Literal["episode", "live"] = field(default="live", metadata={
         "added_later": True, "doc": "live: DQN acts with the weights it is training (episode: a per-episode copy)"})
-
-
-# CPU seconds, fitted jointly to runs on deep sea (N = 5-50: one-hot pixels, the linear basis, DQN on
-# rvfx's and bsuite's environment) and the cartpole (50-50, one layer, linear, DQN; sgd_period 1 and 4)
-# at the sweeps' load, two processes on two cores, with the fast extra (benchmarks/fit_speeds.py: the
-# constants minimising the summed model/measured that charge no case less than it measured, a linear
-# program): per environment step the acting, the environment and the enqueue; per SGD step and member
-# at batch 128 a part per unit (bias, ReLU and Adam passes) and per multiply-add of the layers. A keyed
-# input is charged per distinct input of the batch (as many as B uniform draws from its inputs give, on
-# average), its first layer multiplies its block only (one-hot: a row gather; the linear basis: its
-# row's 2M features), and the linear basis adds per member and distinct row (block) of the batch its
-# small product, cached targets and gathered rows' Adam; a double-Q target adds its extra forward pass.
-# An SGD step also pays a part that does not grow with K (its Python calls: most of DQN's step)
-NETWORK_STEP = (1.12e-5, 3.87e-7, 9.14e-9)
-KEYED_MEMBER = {"one-hot": 0.0, "block": 2.42e-6}
-DOUBLE_Q = 1.3
-SGD_FIXED = 1.18e-4
-
-
-def network_sizes(p: EnsembleParams, z: dict) -> dict:
-    """`AgentEntry.sizes`: the linear_basis input on a layered environment, M features per row of H."""
-    if p.representation == "linear_basis" and "S" in z:
-        return {"M": p.M, "inputs": z["H"] * 2 * p.M}
-    return {}
-
-
-def expected_distinct(draws: int, n: int) -> float:
-    """The expected number of distinct values among `draws` uniform draws from n (a minibatch's distinct
-    inputs or rows)."""
-    return n * -math.expm1(draws * math.log1p(-1 / n)) if n > 1 else float(min(n, draws))
-
-
-def network_cost(p: EnsembleParams, z: dict, episodes: int, size_key: str) -> RunCost:
-    """`AgentEntry.cost` of Ensemble RLSVI / DQN: replay buffer, the K networks' copies, cached values
-    per input (keyed inputs), one SGD step's activations, and the one-off temporaries of building the
-    networks; per step the acting and the SGD steps (`NETWORK_STEP`, `KEYED_MEMBER`, `DOUBLE_Q`, `SGD_FIXED`)."""
-    K, A, B = p.K, z["A"], p.batch_size
-    hidden = [h for h in (p.hidden1, p.hidden2) if h > 0]
-    layers = list(zip([z["inputs"], *hidden], [*hidden, A]))
-    first = z["inputs"] * layers[0][1] * K
-    weights = sum((i + 1) * o for i, o in layers) * K
-    keyed = z["keys"] > 0
-    # online, target, Adam's two moments, prior; dense inputs add a flat gradient
-    copies = 2 + 2 * (p.optimizer == "adam") + (p.prior_scale > 0) + (not keyed)
-    code = 4 if keyed else 4 * z["inputs"]
-    row = 2 * code + 16 + {"bootstrap": K, "gaussian": 4 * K}.get(p.mask, 0)
-    if not keyed and p.prior_scale > 0:
-        row += 2 * 4 * K * A                    # stored prior values of s and s'
-    net_key = size_key if 2 * first > weights else "agent.hidden1"
-    parts = [Part(f"a replay buffer of {p.buffer_size:,} transitions", row * p.buffer_size, "agent.buffer_size"),
-             Part(f"{copies} copies of K={K} networks", 4 * copies * weights, net_key)]
-    temporary = 16 * first                       # W_1 drawn in float64, cast and transposed
-    if keyed:
-        parts.append(Part("cached prior and target values per input", 4 * 2 * z["keys"] * K * A, size_key))
-        temporary = max(temporary, (p.prior_scale > 0) * 4 * z["keys"] * K * (2 * sum(hidden) + A))
-    if "M" in z:
-        parts.append(Part("the linear basis input", 4 * 3 * z["inputs"] * z["S"], "agent.M"))
-    parts.append(Part("building the networks (float64 draws, the prior over every input)", temporary,
-                      net_key, temporary=True))
-    rows = min(B, z["keys"]) if keyed else B     # memory: at most one pass per distinct input of the batch
-    # per unit and row about three float32s: the online pass's activation and ReLU' (a byte with the
-    # fast extra's passes), the target pass's activation (its ReLU' is not kept), the backward reusing them
-    sgd = 4 * 3 * rows * K * (sum(hidden) + A) + 4 * 8 * B * K + (4 * B * rows * A if keyed else 0)
-    parts.append(Part("one SGD step's activations and gradients", sgd, "agent.batch_size"))
-    act, unit, mac = NETWORK_STEP
-    # a keyed input is a block of the first layer's input (one-hot: 1 wide; the linear basis: its row's 2M
-    # features), so the first layer multiplies that block's rows only
-    width = (2 * p.M if "M" in z else 1) if keyed else layers[0][0]
-    macs = sum(i * o for i, o in layers) - (layers[0][0] - width) * layers[0][1]
-    passes = expected_distinct(B, z["keys"]) if keyed else B      # keyed inputs: one pass per distinct input
-    member = passes / 128 * (unit * sum(o for _, o in layers) + mac * macs)
-    if keyed:      # the linear basis: one product per distinct row (block) of the batch; one-hot: none
-        member += KEYED_MEMBER["block"] * expected_distinct(B, z["H"]) if "M" in z else KEYED_MEMBER["one-hot"]
-    step = K * member * (DOUBLE_Q if p.td_target == "double" else 1.0) + SGD_FIXED
-    return RunCost(parts=tuple(parts), per_step=(act + p.sgd_steps_per_step / p.sgd_period * step,))
 
 
 def td_step(ensemble: PriorEnsemble, tape: Tape, batch: Batch, double: bool = False) -> float:

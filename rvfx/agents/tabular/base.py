@@ -1,4 +1,4 @@
-"""Layered tabular statistics, action selection and run cost shared by the tabular agents.
+"""Layered tabular statistics and action selection shared by the tabular agents.
 
 A time-inhomogeneous MDP with H layers of S states and A actions (deep sea: the
 row is the layer). Agents keep counts, reward sums and next-state counts, so an
@@ -10,20 +10,6 @@ from dataclasses import field
 from typing import Literal
 
 import numpy as np
-
-from rvfx.core.cost import Part, RunCost
-
-BYTES_PER_TRANSITION = 64   # TransitionStore: 24-byte rows, doubled when full, plus resampling
-# the bootstrap's resample (draws and weighted bincounts), per stored transition and episode:
-# 8.5-13.5 ns measured from 30,000 to 1.2 M stored transitions of deep sea N = 30 and 60 at the sweeps'
-# load, two processes on two cores (caches miss more as the history grows)
-RESAMPLE_PER_TRANSITION = 1.4e-8
-# CPU seconds per episode, fitted to deep sea N = 10-40 at the sweeps' load (benchmarks/fit_speeds.py):
-# each agent's parameters declare its learn_from_buffer's cost per layer as `learn_cost`, (fixed, per
-# (s, a, s') entry of the next-state table); the bootstrap adds its statistics from the resampled
-# counts (weighted bincounts into that table), and Boltzmann acting (eq. 4.2) a softmax per step
-BOOTSTRAP_STATISTICS = (0.0, 1.98e-10)
-BOLTZMANN_STEP = 1.03e-5
 
 ActRule = Literal["greedy", "epsilon_greedy", "boltzmann"]
 
@@ -132,33 +118,3 @@ class TransitionStore:
         reward_sum = np.bincount(atom, weights=w * self._reward[:n], minlength=size).reshape(shape)
         next_count = np.bincount(self._next[:n], weights=w, minlength=self._terminal + 1)
         return count, reward_sum, next_count[:self._terminal].reshape(shape + (self.S,))
-
-
-def history_cost(z: dict, episodes: int) -> RunCost:
-    """The bootstrap's `TransitionStore`: every transition of the run stored (`BYTES_PER_TRANSITION`
-    each) and the whole history resampled every episode (`RESAMPLE_PER_TRANSITION` per stored
-    transition)."""
-    transitions = episodes * z["steps"]
-    return RunCost(parts=(Part(f"{transitions:,} stored transitions (bootstrap)", BYTES_PER_TRANSITION * transitions,
-                               "episodes"),),
-                   per_run=(RESAMPLE_PER_TRANSITION * z["steps"] * episodes * (episodes + 1) / 2,))
-
-
-def tabular_cost(next_state_tables: int = 1, bootstrap: bool = False, learn_cost: tuple | None = None):
-    """`AgentEntry.cost` of a layered tabular agent: `next_state_tables` H×S×A×S float64 tables alive
-    at the peak of one learn_from_buffer, next_count included (psrl: Dirichlet arguments and gamma
-    draws; ucrl2: empirical transitions and their where(); brlsvi: the resampled counts), six H×S×A
-    ones; per episode the agent's `learn_cost` per layer (or `learn_cost` for an agent whose parameters
-    it shares with a costlier one), and with `bootstrap` the statistics and the stored history."""
-    def cost(params, z: dict, episodes: int, size_key: str) -> RunCost:
-        H, S, A = z.get("H", 0), z.get("S", 0), z["A"]
-        n = next_state_tables
-        layer, entry = params.learn_cost if learn_cost is None else learn_cost
-        if bootstrap:
-            layer, entry = layer + BOOTSTRAP_STATISTICS[0], entry + BOOTSTRAP_STATISTICS[1]
-        own = RunCost(parts=(Part(f"{n} next-state table(s) of H×S×A×S", 8 * n * H * S * A * S, size_key),
-                             Part("the H×S×A tables", 8 * 6 * H * S * A, size_key)),
-                      per_step=(BOLTZMANN_STEP,) if getattr(params, "act", None) == "boltzmann" else (),
-                      per_episode=(z["H"] * (layer + entry * z["S"] ** 2 * z["A"]),))
-        return own.plus(history_cost(z, episodes)) if bootstrap else own
-    return cost

@@ -50,7 +50,7 @@ Boltzmann) on top of their Q. The environment must be a `DeepSea` with noise-fre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -68,9 +68,6 @@ class DeepSeaKnownParams:
     act: ActRule = act_fields()["act"]
     epsilon: float = act_fields()["epsilon"]
     temperature: float = act_fields()["temperature"]
-    # CPU seconds per episode and layer, fixed and per (s, a, s') (base.tabular_cost; bench_tabular.py):
-    # Thompson's posterior draw; the optimal and pure-exploitation agents cost less
-    learn_cost: ClassVar[tuple] = (7.15e-6, 3.47e-10)
 
 
 @dataclass(frozen=True)
@@ -80,7 +77,6 @@ class MyopicParams:
     act: ActRule = act_fields()["act"]
     epsilon: float = act_fields()["epsilon"]
     temperature: float = act_fields()["temperature"]
-    learn_cost: ClassVar[tuple] = (0.0, 0.0)     # a one-step bonus: no backup beyond the fixed costs
 
 
 class DeepSeaKnownStructure(TabularAgent):

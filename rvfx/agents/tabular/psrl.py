@@ -10,7 +10,6 @@ times (the paper's acceleration: 10).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 
@@ -28,8 +27,6 @@ class PSRLParams:
     reward_noise_precision: float = field(default=1.0, metadata={"gt": 0.0, "doc": "assumed precision of reward noise"})
     data_weight: float = field(
         default=10.0, metadata={"gt": 0.0, "doc": "count each transition this many times (paper: 10)"})
-    # CPU seconds per episode and layer, fixed and per (s, a, s'): Dirichlet draws (base.tabular_cost; bench_tabular.py)
-    learn_cost: ClassVar[tuple] = (3.91e-6, 1.37e-8)
 
 
 class PSRL(TabularAgent):

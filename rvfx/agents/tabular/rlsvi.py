@@ -11,7 +11,7 @@ exactly as N(0, n v); so the cost per episode is O(H S A S), whatever the histor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -28,8 +28,6 @@ class RLSVIParams:
     act: ActRule = act_fields()["act"]
     epsilon: float = act_fields()["epsilon"]
     temperature: float = act_fields()["temperature"]
-    # CPU seconds per episode and layer, fixed and per (s, a, s') (base.tabular_cost; bench_tabular.py)
-    learn_cost: ClassVar[tuple] = (6e-6, 1.16e-9)
 
 
 class TabularRLSVI(TabularAgent):

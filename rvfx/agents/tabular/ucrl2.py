@@ -12,7 +12,7 @@ next layer or all H*S states. Unvisited pairs start from a uniform estimate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -29,9 +29,6 @@ class UCRL2Params:
     width_states: Literal["next_layer", "all"] = field(
         default="next_layer", metadata={"doc": "S in the widths: N cells of the next row, or all N^2 states"})
     reward_max: float = field(default=1.0, metadata={"doc": "optimistic rewards are clipped at this bound"})
-    # CPU seconds per episode and layer, fixed and per (s, a, s') of extended value iteration
-    # (base.tabular_cost; bench_tabular.py)
-    learn_cost: ClassVar[tuple] = (1.95e-5, 1.47e-8)
 
 
 def optimistic_transition(p_hat: np.ndarray, width: np.ndarray, v_next: np.ndarray) -> np.ndarray:

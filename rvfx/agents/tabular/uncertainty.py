@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from rvfx.core.backward_induction import backward_induction
-from rvfx.core.cost import Part, RunCost
 from rvfx.envs.four_state import DOWN, UP, FourStateExample
 
 
@@ -31,15 +30,6 @@ class UncertaintyParams:
         "min": 2.0, "doc": "observations of every pair but (4, down) ('virtually infinite')"})
     shared_noise: bool = field(default=True, metadata={
         "doc": "the same z in every iteration (Algorithm 4); false redraws it per h"})
-
-
-def uncertainty_cost(params: UncertaintyParams, z: dict, episodes: int, size_key: str) -> RunCost:
-    """`AgentEntry.cost`: the samples of Q of every layer, the noise and the transposed copy, and
-    their backups."""
-    H, S, A = z.get("H", 0), z.get("S", 0), z["A"]
-    return RunCost(parts=(Part(f"{params.samples:,} samples of Q (H×S×A each)", 8 * 3 * params.samples * H * S * A,
-                               "agent.samples"),),
-                   per_run=(1e-8 * params.samples * z["H"] * z["S"] ** 2 * z["A"],))
 
 
 def grlsvi_q_samples(P: np.ndarray, R: np.ndarray, H: int, params: UncertaintyParams,

@@ -1,0 +1,186 @@
+"""What a run of each shipped agent costs, for rvfx.experiment.memory's estimates: the memory it
+holds (`Part`s) and the CPU seconds it adds per step, per episode and per run (`RunCost`), as the
+registry's `AgentEntry.sizes` and `AgentEntry.cost` hooks. The speed constants are fitted to
+measured runs (benchmarks/fit_speeds.py, which sets them here) at the sweeps' load, two processes
+on two cores; they live here, beside each other, not in the algorithms they charge.
+"""
+from __future__ import annotations
+
+import math
+
+from rvfx.core.cost import Part, RunCost
+
+# CPU seconds every run pays per environment step and per episode whatever its agent (the `live` loop,
+# the environment's step, logging), fitted with the tabular agents' charges
+FIXED_PER_STEP, FIXED_PER_EPISODE = 1.96e-6, 8e-7
+
+# ---- tabular agents ---------------------------------------------------------------------------
+
+BYTES_PER_TRANSITION = 64   # TransitionStore: 24-byte rows, doubled when full, plus resampling
+# the bootstrap's resample (draws and weighted bincounts), per stored transition and episode:
+# 8.5-13.5 ns measured from 30,000 to 1.2 M stored transitions of deep sea N = 30 and 60 at the sweeps'
+# load (caches miss more as the history grows)
+RESAMPLE_PER_TRANSITION = 1.4e-8
+# CPU seconds per episode and layer of learn_from_buffer, fitted to deep sea N = 10-40: a fixed part and
+# one per (s, a, s') entry of the next-state table, per agent family (Thompson's: its posterior draw;
+# "none": a one-step bonus or a known structure, no backup beyond the fixed costs)
+LEARN = {"rlsvi": (6e-6, 1.16e-9), "psrl": (3.91e-6, 1.37e-8), "ucrl2": (1.95e-5, 1.47e-8),
+         "thompson": (7.15e-6, 3.47e-10), "none": (0.0, 0.0)}
+# the bootstrap adds its statistics from the resampled counts (weighted bincounts into the next-state
+# table), and Boltzmann acting (eq. 4.2) a softmax per step
+BOOTSTRAP_STATISTICS = (0.0, 1.98e-10)
+BOLTZMANN_STEP = 1.03e-5
+
+
+def history_cost(z: dict, episodes: int) -> RunCost:
+    """The bootstrap's `TransitionStore`: every transition of the run stored (`BYTES_PER_TRANSITION`
+    each) and the whole history resampled every episode (`RESAMPLE_PER_TRANSITION` per stored
+    transition)."""
+    transitions = episodes * z["steps"]
+    return RunCost(parts=(Part(f"{transitions:,} stored transitions (bootstrap)", BYTES_PER_TRANSITION * transitions,
+                               "episodes"),),
+                   per_run=(RESAMPLE_PER_TRANSITION * z["steps"] * episodes * (episodes + 1) / 2,))
+
+
+def tabular_cost(learn: str, next_state_tables: int = 1, bootstrap: bool = False):
+    """`AgentEntry.cost` of a layered tabular agent: `next_state_tables` H×S×A×S float64 tables alive
+    at the peak of one learn_from_buffer, next_count included (psrl: Dirichlet arguments and gamma
+    draws; ucrl2: empirical transitions and their where(); brlsvi: the resampled counts), six H×S×A
+    ones; per episode its family's `LEARN` per layer, and with `bootstrap` the statistics and the
+    stored history."""
+    def cost(params, z: dict, episodes: int, size_key: str) -> RunCost:
+        H, S, A = z.get("H", 0), z.get("S", 0), z["A"]
+        n = next_state_tables
+        layer, entry = LEARN[learn]
+        if bootstrap:
+            layer, entry = layer + BOOTSTRAP_STATISTICS[0], entry + BOOTSTRAP_STATISTICS[1]
+        own = RunCost(parts=(Part(f"{n} next-state table(s) of H×S×A×S", 8 * n * H * S * A * S, size_key),
+                             Part("the H×S×A tables", 8 * 6 * H * S * A, size_key)),
+                      per_step=(BOLTZMANN_STEP,) if getattr(params, "act", None) == "boltzmann" else (),
+                      per_episode=(z["H"] * (layer + entry * z["S"] ** 2 * z["A"]),))
+        return own.plus(history_cost(z, episodes)) if bootstrap else own
+    return cost
+
+
+def uncertainty_cost(params, z: dict, episodes: int, size_key: str) -> RunCost:
+    """`AgentEntry.cost` of the Fig. 2 probe: the samples of Q of every layer, the noise and the
+    transposed copy, and their backups."""
+    H, S, A = z.get("H", 0), z.get("S", 0), z["A"]
+    return RunCost(parts=(Part(f"{params.samples:,} samples of Q (H×S×A each)", 8 * 3 * params.samples * H * S * A,
+                               "agent.samples"),),
+                   per_run=(1e-8 * params.samples * z["H"] * z["S"] ** 2 * z["A"],))
+
+
+# ---- linear agents ----------------------------------------------------------------------------
+
+# CPU seconds per episode, fitted to runs on deep sea at the specs' settings (N = 10-80, M = 2-160)
+# as the constants that charge no case less than it measured with the least summed excess (a linear
+# program over 15 cases): per row of the backward pass (the step that fills it included) a fixed cost
+# and the M x M solve's M^2 and M^3 parts (at M <= 160 LAPACK's time grows nearer M^2: the fit sets the
+# M^3 part to 0), and per (h, s, a, feature) the Q table's products
+LINEAR_ROW = (9.24e-6, 6.97e-9, 0.0, 2.45e-9)
+# learn_brlsvi's statistics from the resampled counts, per H*S*A: the Gram matrices (x M^2), the
+# next-state sums (x S*M) and the next-state count tables (x S)
+LINEAR_BOOTSTRAP = (3.32e-11, 4.55e-11, 7.42e-10)
+
+
+def linear_sizes(params, z: dict) -> dict:
+    """`AgentEntry.sizes` of the linear agents: M, features per row (2N for the one-hot basis)."""
+    return {"M": 2 * z["S"] if params.basis == "one_hot" else params.M}
+
+
+def linear_cost(bootstrap: bool = False):
+    """`AgentEntry.cost` of the linear agents: features, next-state sums and Gram matrices; per episode
+    the rows' solves and the Q table's products (`LINEAR_ROW`), with `bootstrap` the statistics from
+    the resampled counts (`LINEAR_BOOTSTRAP`) and the stored history."""
+    def cost(params, z: dict, episodes: int, size_key: str) -> RunCost:
+        H, S, A, M = z["H"], z["S"], z["A"], z["M"]
+        copies = 3 if params.psi > 0 else 1           # phi, eta and phi + eta
+        row, row_m2, row_m3, q_product = LINEAR_ROW
+        per_episode = (H * (row + row_m2 * M ** 2 + row_m3 * M ** 3) + q_product * H * S * A * M,)
+        if bootstrap:
+            gram, next_sums, tables = LINEAR_BOOTSTRAP
+            per_episode += (H * S * A * (gram * M ** 2 + next_sums * S * M + tables * S),)
+        own = RunCost(parts=(Part("features (N, N, 2, M) and next-state sums (N, M, N)",
+                                  8 * (2 * copies + 1) * H * S * M, size_key),
+                             Part("Gram matrices (N, M, M)", 8 * 2 * H * M ** 2, "agent.M")),
+                      per_episode=per_episode)
+        return own.plus(history_cost(z, episodes)) if bootstrap else own
+    return cost
+
+
+# ---- neural agents ----------------------------------------------------------------------------
+
+# CPU seconds, fitted jointly to runs on deep sea (N = 5-50: one-hot pixels, the linear basis, DQN on
+# rvfx's and bsuite's environment) and the cartpole (50-50, one layer, linear, DQN; sgd_period 1 and 4)
+# with the fast extra (the constants minimising the summed model/measured that charge no case less than
+# it measured, a linear program): per environment step the acting, the environment and the enqueue; per
+# SGD step and member at batch 128 a part per unit (bias, ReLU and Adam passes) and per multiply-add of
+# the layers. A keyed input is charged per distinct input of the batch (as many as B uniform draws from
+# its inputs give, on average), its first layer multiplies its block only (one-hot: a row gather; the
+# linear basis: its row's 2M features), and the linear basis adds per member and distinct row (block) of
+# the batch its small product, cached targets and gathered rows' Adam; a double-Q target adds its extra
+# forward pass. An SGD step also pays a part that does not grow with K (its Python calls: most of DQN's step)
+NETWORK_STEP = (1.12e-5, 3.87e-7, 9.14e-9)
+KEYED_MEMBER = {"one-hot": 0.0, "block": 2.42e-6}
+DOUBLE_Q = 1.3
+SGD_FIXED = 1.18e-4
+
+
+def network_sizes(p, z: dict) -> dict:
+    """`AgentEntry.sizes` of Ensemble RLSVI / DQN: the linear_basis input on a layered environment, M
+    features per row of H."""
+    if p.representation == "linear_basis" and "S" in z:
+        return {"M": p.M, "inputs": z["H"] * 2 * p.M}
+    return {}
+
+
+def expected_distinct(draws: int, n: int) -> float:
+    """The expected number of distinct values among `draws` uniform draws from n (a minibatch's distinct
+    inputs or rows)."""
+    return n * -math.expm1(draws * math.log1p(-1 / n)) if n > 1 else float(min(n, draws))
+
+
+def network_cost(p, z: dict, episodes: int, size_key: str) -> RunCost:
+    """`AgentEntry.cost` of Ensemble RLSVI / DQN: replay buffer, the K networks' copies, cached values
+    per input (keyed inputs), one SGD step's activations, and the one-off temporaries of building the
+    networks; per step the acting and the SGD steps (`NETWORK_STEP`, `KEYED_MEMBER`, `DOUBLE_Q`, `SGD_FIXED`)."""
+    K, A, B = p.K, z["A"], p.batch_size
+    hidden = [h for h in (p.hidden1, p.hidden2) if h > 0]
+    layers = list(zip([z["inputs"], *hidden], [*hidden, A]))
+    first = z["inputs"] * layers[0][1] * K
+    weights = sum((i + 1) * o for i, o in layers) * K
+    keyed = z["keys"] > 0
+    # online, target, Adam's two moments, prior; dense inputs add a flat gradient
+    copies = 2 + 2 * (p.optimizer == "adam") + (p.prior_scale > 0) + (not keyed)
+    code = 4 if keyed else 4 * z["inputs"]
+    row = 2 * code + 16 + {"bootstrap": K, "gaussian": 4 * K}.get(p.mask, 0)
+    if not keyed and p.prior_scale > 0:
+        row += 2 * 4 * K * A                    # stored prior values of s and s'
+    net_key = size_key if 2 * first > weights else "agent.hidden1"
+    parts = [Part(f"a replay buffer of {p.buffer_size:,} transitions", row * p.buffer_size, "agent.buffer_size"),
+             Part(f"{copies} copies of K={K} networks", 4 * copies * weights, net_key)]
+    temporary = 16 * first                       # W_1 drawn in float64, cast and transposed
+    if keyed:
+        parts.append(Part("cached prior and target values per input", 4 * 2 * z["keys"] * K * A, size_key))
+        temporary = max(temporary, (p.prior_scale > 0) * 4 * z["keys"] * K * (2 * sum(hidden) + A))
+    if "M" in z:
+        parts.append(Part("the linear basis input", 4 * 3 * z["inputs"] * z["S"], "agent.M"))
+    parts.append(Part("building the networks (float64 draws, the prior over every input)", temporary,
+                      net_key, temporary=True))
+    rows = min(B, z["keys"]) if keyed else B     # memory: at most one pass per distinct input of the batch
+    # per unit and row about three float32s: the online pass's activation and ReLU' (a byte with the
+    # fast extra's passes), the target pass's activation (its ReLU' is not kept), the backward reusing them
+    sgd = 4 * 3 * rows * K * (sum(hidden) + A) + 4 * 8 * B * K + (4 * B * rows * A if keyed else 0)
+    parts.append(Part("one SGD step's activations and gradients", sgd, "agent.batch_size"))
+    act, unit, mac = NETWORK_STEP
+    # a keyed input is a block of the first layer's input (one-hot: 1 wide; the linear basis: its row's 2M
+    # features), so the first layer multiplies that block's rows only
+    width = (2 * p.M if "M" in z else 1) if keyed else layers[0][0]
+    macs = sum(i * o for i, o in layers) - (layers[0][0] - width) * layers[0][1]
+    passes = expected_distinct(B, z["keys"]) if keyed else B      # keyed inputs: one pass per distinct input
+    member = passes / 128 * (unit * sum(o for _, o in layers) + mac * macs)
+    if keyed:      # the linear basis: one product per distinct row (block) of the batch; one-hot: none
+        member += KEYED_MEMBER["block"] * expected_distinct(B, z["H"]) if "M" in z else KEYED_MEMBER["one-hot"]
+    step = K * member * (DOUBLE_Q if p.td_target == "double" else 1.0) + SGD_FIXED
+    return RunCost(parts=tuple(parts), per_step=(act + p.sgd_steps_per_step / p.sgd_period * step,))
