@@ -21,15 +21,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import linprog
 from threadpoolctl import threadpool_limits
 
-from rvfx.agents import AGENTS, make_agent
-from rvfx.agents import costs
+from rvfx.agents import costs, make_agent
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams
 from rvfx.core.live import live
 from rvfx.envs import ENVS
@@ -64,9 +63,8 @@ def spec_case(family, spec, label, warmup, episodes, where="native", **want) -> 
     `where`="native" on rvfx's DeepSea of the size bsuite's id has."""
     exp = load_spec(str(CONFIGS / f"{spec}.yaml"), "paper", allow_long=True)
     run = next(r for r in exp.runs if r.agent == label
-               and all({**r.env_params, **r.agent_params}.get(k) == v for k, v in want.items()))
-    params = AGENTS[run.algorithm].params(**run.agent_params)
-    env_params = ENVS[run.env][1](**run.env_params)
+               and all({**asdict(r.env_params), **asdict(r.agent_params)}.get(k) == v for k, v in want.items()))
+    params, env_params = run.agent_params, run.env_params
     if run.env == "bsuite" and where == "native":
         env, env_params = "deep_sea", DeepSeaParams(size=env_params.run_sizes()["S"])
     else:

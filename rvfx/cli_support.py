@@ -29,18 +29,15 @@ def os_error(err: OSError) -> str:
 
 def load(spec_path, scale, sets, allow_long=True):
     """The experiment of SPEC, its runs naming the `--plugin` modules their workers import."""
-    import dataclasses
-
     from rvfx.experiment.spec import load_spec
     from rvfx.figures import FIGURES
     from rvfx.shipped import spec_path as shipped
+    plugins = click.get_current_context().find_root().obj or ()
     try:
-        exp = load_spec(shipped(spec_path), scale, tuple(sets), figure_ids=FIGURES, allow_long=allow_long)
+        return load_spec(shipped(spec_path), scale, tuple(sets), figure_ids=FIGURES, allow_long=allow_long,
+                         plugins=plugins, source=spec_path)
     except SpecError as err:
         fail(_with_known_agents(err, scale), 2)
-    plugins = click.get_current_context().find_root().obj or ()
-    exp.runs = [dataclasses.replace(r, plugins=plugins) for r in exp.runs] if plugins else exp.runs
-    return exp
 
 
 def _with_known_agents(err: SpecError, scale: str) -> str:

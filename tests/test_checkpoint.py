@@ -340,6 +340,5 @@ def test_a_checkpoint_that_does_not_fit_a_fresh_run_leaves_it_untouched(tmp_path
 def built(run):
     """A fresh (env, agent) of `run`, as the runner builds them."""
     env_rng, agent_rng = run_rngs(run)
-    env_cls, params_cls = ENVS[run.env]
-    env = env_cls(params_cls(**run.env_params), env_rng)
-    return env, make_agent(run.algorithm, AGENTS[run.algorithm].params(**run.agent_params), env, agent_rng)
+    env = ENVS[run.env][0](run.env_params, env_rng)
+    return env, make_agent(run.algorithm, run.agent_params, env, agent_rng)

@@ -47,7 +47,7 @@ def test_bsuite_deep_sea_costs_the_same_sweep_on_rvfx_deep_sea_and_bsuites_steps
     spec["scales"] = {"ci": {}, "paper": {}}
     twin = tmp_path / "twin.yaml"
     twin.write_text(yaml.safe_dump(spec))
-    steps = sum(r.episodes * r.env_params["size"] for r in load_spec(str(twin), "paper", allow_long=True).runs)
+    steps = sum(r.episodes * r.env_params.size for r in load_spec(str(twin), "paper", allow_long=True).runs)
     assert estimate(CONFIGS / f"{name}.yaml") == pytest.approx(estimate(twin) + STEP_SECONDS * steps, rel=1e-12)
 
 

@@ -101,7 +101,7 @@ def test_fig2_is_an_experiment_whose_table_holds_each_runs_sample_variances(tmp_
     assert runner.invoke(main, ["run", str(CONFIGS / "rlsvi_uncertainty.yaml"), "--out", str(results)]).exit_code == 0
     table = pd.read_csv(results / "rlsvi_uncertainty" / "q_variance.csv")
     runs = load_spec(str(CONFIGS / "rlsvi_uncertainty.yaml")).runs
-    H, seeds, n = runs[0].env_params["horizon"], len(runs), runs[0].agent_params["samples"]
+    H, seeds, n = runs[0].env_params.horizon, len(runs), runs[0].agent_params.samples
     assert len(table) == seeds * H * 4 * 2 and table["run_id"].nunique() == seeds
     first = table[table["h"] == 1]
     uncertain = first[first["pair"] == "(4, down)"]["variance"]
@@ -179,7 +179,7 @@ def test_specs_validate_at_both_scales():
             exp = load_spec(str(CONFIGS / f"{name}.yaml"), scale)
             assert exp.figures == [figure] and exp.runs
     exp = load_spec(str(CONFIGS / "exploration_table.yaml"), "ci")
-    assert {r.env_params["treasure"] for r in exp.runs} == {True}
+    assert {r.env_params.treasure for r in exp.runs} == {True}
     assert all(r.stop_at_learning for r in exp.runs)
 
 

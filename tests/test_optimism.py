@@ -23,8 +23,8 @@ def probe(p: RandomMDPParams, seed: int, samples: int = 0) -> tuple[OptimismProb
 def test_the_spec_gives_theorem_1_parameters():
     exp = load_spec(str(CONFIGS / "regret_bound_optimism.yaml"), "paper")
     run = exp.runs[0]
-    env = RandomMDP(RandomMDPParams(**run.env_params), np.random.default_rng(0))
-    agent = OptimismProbe(env, np.random.default_rng(0), OptimismParams(**run.agent_params))
+    env = RandomMDP(run.env_params, np.random.default_rng(0))
+    agent = OptimismProbe(env, np.random.default_rng(0), run.agent_params)
     H, beta = env.params.horizon, env.params.beta
     assert agent.v == 3 * H ** 2 and agent.prior_mean == H and agent.v / agent.lam == pytest.approx(beta)
     assert agent.perturbation == "gaussian" and agent.act_rule == "greedy"

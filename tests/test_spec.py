@@ -87,7 +87,7 @@ def test_yaml_traps_are_closed(tmp_path):
     spec = tmp_path / "s.yaml"
     spec.write_text(BASE.replace("v: 0.5", "v: 1e-3"))
     exp = load_spec(str(spec))
-    assert exp.runs[0].agent_params["v"] == 1e-3          # a float, not the string '1e-3'
+    assert exp.runs[0].agent_params.v == 1e-3          # a float, not the string '1e-3'
 
 
 def test_grid_expansion_and_stable_ids(tmp_path):
@@ -115,7 +115,7 @@ def test_set_reaches_grid_axes(tmp_path):
     spec = tmp_path / "g.yaml"
     spec.write_text(BASE + "grid:\n  env.size: [4, 5, 6]\n")
     runs = load_spec(str(spec), sets=("grid.env.size=[7, 8]", "agents.rlsvi.grid.agent.v=[1, 2]")).runs
-    assert [(r.env_params["size"], r.agent_params["v"]) for r in runs] == [(7, 1), (7, 2), (8, 1), (8, 2)]
+    assert [(r.env_params.size, r.agent_params.v) for r in runs] == [(7, 1), (7, 2), (8, 1), (8, 2)]
 
 
 def test_parameter_added_later_keeps_run_ids_at_its_default(tmp_path):
@@ -126,9 +126,10 @@ def test_parameter_added_later_keeps_run_ids_at_its_default(tmp_path):
     default = load_spec(str(spec)).runs[0]
     explicit = load_spec(str(spec), sets=("agents.rlsvi.sgd_period=1",)).runs[0]
     other = load_spec(str(spec), sets=("agents.rlsvi.sgd_period=4",)).runs[0]
-    assert "sgd_period" not in default.agent_params and "K" in default.agent_params
+    assert "sgd_period" not in default.identity()["agent_params"] and "K" in default.identity()["agent_params"]
+    assert default.settings["agent"]["sgd_period"] == 1                  # recorded in full all the same
     assert explicit.run_id == default.run_id
-    assert other.agent_params["sgd_period"] == 4 and other.run_id != default.run_id
+    assert other.agent_params.sgd_period == 4 and other.run_id != default.run_id
 
 
 def test_a_renamed_value_keeps_its_old_spelling_in_run_ids_and_shard_records(tmp_path):
@@ -140,7 +141,7 @@ def test_a_renamed_value_keeps_its_old_spelling_in_run_ids_and_shard_records(tmp
     spec = tmp_path / "e.yaml"
     spec.write_text(BASE.replace("algorithm: grlsvi\n    v: 0.5", "algorithm: ensemble_rlsvi\n    K: 2"))
     run = load_spec(str(spec)).runs[0]
-    assert run.agent_params["representation"] == "observation"
+    assert run.agent_params.representation == "observation"
     identity = run.identity()
     assert identity["agent_params"]["representation"] == "pixels"
     assert run.settings["agent"]["representation"] == "pixels"
@@ -172,7 +173,7 @@ def test_set_reaches_the_scale_override_and_goes_over_it(tmp_path):
     assert len(load_spec(str(spec), sets=("scales.ci.seeds=5",)).runs) == 5
     assert len(load_spec(str(spec), sets=("seeds=3", "scales.ci.seeds=5")).runs) == 3
     runs = load_spec(str(spec), sets=("scales.ci.env={size: 6}",)).runs
-    assert runs[0].env == "deep_sea" and runs[0].env_params["size"] == 6
+    assert runs[0].env == "deep_sea" and runs[0].env_params.size == 6
     result = CliRunner().invoke(main, ["validate", str(spec), "--scale", "paper", "--set", "scales.ci.seeds=5"])
     assert result.exit_code == 2
     assert result.output.strip() == ("error: --set:?: scales.ci.seeds=5: sets the 'ci' scale's override, "

@@ -49,6 +49,18 @@ class AgentEntry(NamedTuple):
     sizes: Callable | None = None
     cost: Callable | None = None
 
+    def requirement(self, params=None) -> tuple:
+        """What the agent with `params` (its defaults if None) requires of an environment: any one of these."""
+        needs = self.requires
+        if not isinstance(needs, type | tuple):
+            needs = needs(self.params() if params is None else params)
+        return needs if isinstance(needs, tuple) else (needs,)
+
+    def accepts(self, env, params=None) -> bool:
+        """Whether the agent with `params` can act on `env`, built or its class: it offers one of
+        what the agent requires."""
+        return not offered(env).isdisjoint(self.requirement(params))
+
 
 def _network_requires(params) -> tuple:
     """With representation observation, the environment's own network input, its observation
@@ -132,11 +144,7 @@ def unknown_algorithm(name: str) -> str:
 
 def requirement(name: str, params=None) -> tuple:
     """What agent `name` with `params` (its defaults if None) requires of an environment: any one of these."""
-    entry = AGENTS[name]
-    needs = entry.requires
-    if not isinstance(needs, type | tuple):
-        needs = needs(entry.params() if params is None else params)
-    return needs if isinstance(needs, tuple) else (needs,)
+    return AGENTS[name].requirement(params)
 
 
 def needs(name: str, params=None) -> str:
@@ -145,9 +153,8 @@ def needs(name: str, params=None) -> str:
 
 
 def accepts(name: str, env, params=None) -> bool:
-    """Whether agent `name` with `params` can act on `env`, built or its class: it offers one of
-    what the agent requires."""
-    return not offered(env).isdisjoint(requirement(name, params))
+    """Whether agent `name` with `params` can act on `env`, built or its class (`AgentEntry.accepts`)."""
+    return AGENTS[name].accepts(env, params)
 
 
 def known_before_built(maker) -> bool:
@@ -163,6 +170,8 @@ def environments(name: str, params) -> tuple[str, ...]:
 
 
 def make_agent(name: str, params, env, rng):
-    if not accepts(name, env, params):
+    """Agent `name` with `params` on `env`; TypeError where it cannot act on that environment."""
+    entry = AGENTS[name]
+    if not entry.accepts(env, params):
         raise TypeError(f"agent {name!r} cannot act on {type(env).__name__}: it needs {needs(name, params)}")
-    return AGENTS[name].factory(params, env, rng)
+    return entry.factory(params, env, rng)

@@ -14,6 +14,7 @@ only its logged rows are counted.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from rvfx.agents import AGENTS, costs
 from rvfx.core.cost import Part, RunCost
@@ -25,34 +26,61 @@ CSV_ROW_BYTES = 400         # a logged episode in the shard's episodes.csv, iden
 PROCESS_BYTES = 200 * 2**20  # Python with numpy, scipy and pandas imported, before a run allocates
 
 
-def sizes(algorithm: str, agent, env_params) -> dict | None:
+def entry_sizes(entry, agent, env_params) -> dict | None:
     """A run's sizes: those the environment's parameters declare (`RunSizes`: H, S, A where the
-    environment is layered, `steps`, `inputs`, `keys`) and those the agent adds (`AgentEntry.sizes`:
-    M, features per row). None for an environment whose sizes are known only once built."""
+    environment is layered, `steps`, `inputs`, `keys`) and those the agent's registry `entry` adds
+    (`AgentEntry.sizes`: M, features per row). None for an environment whose sizes are known only
+    once built."""
     out = env_params.run_sizes() if isinstance(env_params, RunSizes) else None
-    entry = AGENTS[algorithm]
     if out is not None and entry.sizes is not None:
         out.update(entry.sizes(agent, out))
     return out
 
 
-def agent_cost(algorithm: str, agent, z: dict, episodes: int, size_key: str) -> RunCost:
-    """The terms the agent declares of a run's cost (`AgentEntry.cost`); none if it declares none."""
-    cost = AGENTS[algorithm].cost
-    return RunCost() if cost is None else cost(agent, z, episodes, size_key)
+def sizes(algorithm: str, agent, env_params) -> dict | None:
+    """`entry_sizes` of the registered agent `algorithm`."""
+    return entry_sizes(AGENTS[algorithm], agent, env_params)
+
+
+class Estimate(NamedTuple):
+    """What a run costs: the terms of its peak memory above the interpreter's (`PROCESS_BYTES`),
+    largest first, and its CPU seconds (None when the environment's sizes are unknown)."""
+    parts: list
+    seconds: float | None
+
+
+def estimate(entry, agent, env_params, z: dict | None, episodes: int, log: str) -> Estimate:
+    """The Estimate of a run of the agent of registry `entry` with sizes `z` (`entry_sizes`): its logged
+    rows, the arrays the environment declares (`RunSizes.run_memory`) and the terms the agent declares
+    (`AgentEntry.cost`, asked once). CPU time is coarse on purpose, at the rates docs/speed.md reports,
+    measured on a loaded machine: CPU time per step varies with the machine and its load (the cartpole's
+    SGD step of K = 20 members took 1.7 ms CPU with both cores busy and 3.3 ms at a load of 13-15 on 2
+    cores). It adds the fixed costs per step and per episode (rvfx.agents.costs) and the terms the agent
+    declares per step, per episode and per run; benchmarks/estimate_check.py sets them beside measured
+    runs."""
+    logged = episodes if log == "all" else len(log_grid(episodes))
+    parts = [Part(f"{logged:,} logged episodes (log: {log})", BYTES_PER_ROW * logged, "episodes")]
+    if z is None:
+        return Estimate(parts, None)
+    size_key = env_params.size_key
+    cost = RunCost() if entry.cost is None else entry.cost(agent, z, episodes, size_key)
+    parts += [Part(what, nbytes, size_key) for what, nbytes in env_params.run_memory().items()]
+    parts += cost.parts
+    per_step, per_episode = costs.FIXED_PER_STEP + z.get("step_seconds", 0.0), costs.FIXED_PER_EPISODE
+    for term in cost.per_step:
+        per_step += term
+    for term in cost.per_episode:
+        per_episode += term
+    seconds = episodes * (z["steps"] * per_step + per_episode)
+    for term in cost.per_run:
+        seconds += term
+    return Estimate(sorted(parts, key=lambda p: -p.nbytes), seconds)
 
 
 def peak_parts(algorithm: str, agent, env_params, episodes: int, log: str) -> list[Part]:
-    """The terms of a run's peak memory above the interpreter's (`PROCESS_BYTES`), largest first."""
-    logged = episodes if log == "all" else len(log_grid(episodes))
-    parts = [Part(f"{logged:,} logged episodes (log: {log})", BYTES_PER_ROW * logged, "episodes")]
-    z = sizes(algorithm, agent, env_params)
-    if z is None:
-        return parts
-    size_key = env_params.size_key
-    parts += [Part(what, nbytes, size_key) for what, nbytes in env_params.run_memory().items()]
-    parts += agent_cost(algorithm, agent, z, episodes, size_key).parts
-    return sorted(parts, key=lambda p: -p.nbytes)
+    """`Estimate.parts` of a run of the registered agent `algorithm`."""
+    entry = AGENTS[algorithm]
+    return estimate(entry, agent, env_params, entry_sizes(entry, agent, env_params), episodes, log).parts
 
 
 def peak_bytes(parts: list[Part]) -> float:
@@ -75,24 +103,7 @@ def machine_bytes() -> int:
 
 
 def cpu_seconds(algorithm: str, agent, env_params, episodes: int) -> float | None:
-    """Coarse estimate of one run's CPU seconds (stop_at_learning may end it sooner) at the rates
-    docs/speed.md reports, measured on a loaded machine: CPU time per step varies with the machine
-    and its load (the cartpole's SGD step of K = 20 members took 1.7 ms CPU with both cores busy and
-    3.3 ms at a load of 13-15 on 2 cores). Fixed costs per step and per episode, and the terms the agent
-    declares per step, per episode and per run (`AgentEntry.cost`: the tabular agents' backup per layer,
-    the linear agents' per-row solve and products, the ensemble's acting and SGD steps, the
-    bootstrap's resampling of the whole history each episode); benchmarks/estimate_check.py sets
-    them beside measured runs. None when the environment's sizes are unknown."""
-    z = sizes(algorithm, agent, env_params)
-    if z is None:
-        return None
-    cost = agent_cost(algorithm, agent, z, episodes, env_params.size_key)
-    per_step, per_episode = costs.FIXED_PER_STEP + z.get("step_seconds", 0.0), costs.FIXED_PER_EPISODE
-    for term in cost.per_step:
-        per_step += term
-    for term in cost.per_episode:
-        per_episode += term
-    seconds = episodes * (z["steps"] * per_step + per_episode)
-    for term in cost.per_run:
-        seconds += term
-    return seconds
+    """`Estimate.seconds` of a run of the registered agent `algorithm` (stop_at_learning may end it
+    sooner); None when the environment's sizes are unknown."""
+    entry = AGENTS[algorithm]
+    return estimate(entry, agent, env_params, entry_sizes(entry, agent, env_params), episodes, "log").seconds

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from rvfx.agents import AGENTS, make_agent
+from rvfx.agents import make_agent
 from rvfx.core.live import live
 from rvfx.core.protocols import run_tables
 from rvfx.envs import ENVS
@@ -47,8 +47,9 @@ def seed_sequence(*parts) -> np.random.SeedSequence:
 
 def run_rngs(run) -> tuple[np.random.Generator, np.random.Generator]:
     """Environment and agent generators. The environment's depends only on (env, its
-    parameters, seed), so every agent of a sweep meets the same instances."""
-    env_rng = np.random.default_rng(seed_sequence("env", run.env, run.env_params, run.seed))
+    parameters as the run's identity spells them, seed), so every agent of a sweep meets the same
+    instances."""
+    env_rng = np.random.default_rng(seed_sequence("env", run.env, run.recorded.identity["env"], run.seed))
     agent_rng = np.random.default_rng(seed_sequence("agent", run.identity()))
     return env_rng, agent_rng
 
@@ -67,9 +68,8 @@ def execute(run, on_episode: Callable[[int], None] | None = None, checkpoint: Ch
     warn_unless_pinned_kernels()
     with blas().limit(limits=1):
         env_rng, agent_rng = run_rngs(run)
-        env_cls, env_params_cls = ENVS[run.env]
-        env = env_cls(env_params_cls(**run.env_params), env_rng)
-        agent = make_agent(run.algorithm, AGENTS[run.algorithm].params(**run.agent_params), env, agent_rng)
+        env = ENVS[run.env][0](run.env_params, env_rng)
+        agent = make_agent(run.algorithm, run.agent_params, env, agent_rng)
         state = checkpoint.load(agent, env) if checkpoint is not None else None      # restored into agent and env
         metrics = live(agent, env, run.episodes, log_every=run.log, stop_at_learning=run.stop_at_learning,
                        on_episode=on_episode, state=state,

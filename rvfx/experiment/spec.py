@@ -18,11 +18,11 @@ import itertools
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
-from rvfx.agents import AGENTS, accepts, environments, known_before_built, needs
+from rvfx.agents import AGENTS, AgentEntry, environments, known_before_built, needs
 from rvfx.envs import ENVS
 from rvfx.experiment import memory, yaml_lines
 from rvfx.experiment.params import SpecError, build, check_expressions, did_you_mean, name_problem
@@ -36,33 +36,64 @@ YEAR = 365 * 24 * 3600.0
 LONG_SECONDS = YEAR             # CPU time beyond which `rvfx run` asks for --allow-long
 
 
+class Recorded(NamedTuple):
+    """A run's parameters as results record them: `identity`, those that name it (its id and agent
+    seed), and `settings`, every one (a shard's record, so that resume reruns a shard made under other
+    settings, e.g. a changed default); each {"agent": {...}, "env": {...}}."""
+    identity: dict
+    settings: dict
+
+
+def record_params(agent_params, env_params) -> Recorded:
+    """The one derivation of a run's identity and settings from its parameter dataclasses. Each value
+    is spelt as it was when results were first made: a field's `renamed` maps a new name of a value to
+    the one it replaced, so a rename changes no run id, agent seed or shard record. The identity leaves
+    out a field marked `added_later` while it is at its default: a parameter added after results exist
+    then leaves their run ids unchanged, and those runs are exactly what the new default runs."""
+    identity, settings = {}, {}
+    for scope, params in (("agent", agent_params), ("env", env_params)):
+        values = dataclasses.asdict(params)
+        settings[scope] = as_recorded(type(params), values)
+        later = {f.name for f in dataclasses.fields(params)
+                 if f.metadata.get("added_later") and values[f.name] == f.default}
+        identity[scope] = {k: v for k, v in settings[scope].items() if k not in later}
+    return Recorded(identity, settings)
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run: an agent on an environment instance with one seed."""
     experiment: str
     agent: str                  # the spec's label for the agent
     algorithm: str
-    agent_params: dict
+    agent_params: Any           # the agent's parameter dataclass
     env: str
-    env_params: dict
+    env_params: Any             # the environment's parameter dataclass
     seed: int
     episodes: int
     stop_at_learning: bool
     log: str
     swept: dict                 # dotted grid key -> value, for the identity columns
-    settings: dict = dataclasses.field(default_factory=dict)
-    """Every resolved parameter, those left out of the id included: {"agent": {...}, "env": {...}}.
-    A shard records it, and resume reruns a shard made under other settings (a changed default)."""
     plugins: tuple = ()         # `--plugin` modules a worker imports before the run (not in the id)
+    recorded: Recorded = dataclasses.field(default=None, compare=False, repr=False)
+    """`record_params(agent_params, env_params)`, derived when not given (a grid cell's runs share one)."""
+
+    def __post_init__(self):
+        if self.recorded is None:
+            object.__setattr__(self, "recorded", record_params(self.agent_params, self.env_params))
+
+    @property
+    def settings(self) -> dict:
+        """Every resolved parameter, those left out of the id included (`Recorded.settings`)."""
+        return self.recorded.settings
 
     def identity(self) -> dict:
-        """What names the run (its id and agent seed): everything but the grid labels and settings,
-        each parameter value in the spelling it had when results were first made (`as_recorded`)."""
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-             if f.name not in ("swept", "settings", "plugins")}
-        d["agent_params"] = as_recorded(AGENTS[self.algorithm].params, d["agent_params"])
-        d["env_params"] = as_recorded(ENVS[self.env][1], d["env_params"])
-        return d
+        """What names the run (its id and agent seed): everything but the grid labels and the settings
+        left out of the id (`Recorded.identity`)."""
+        return {"experiment": self.experiment, "agent": self.agent, "algorithm": self.algorithm,
+                "agent_params": self.recorded.identity["agent"], "env": self.env,
+                "env_params": self.recorded.identity["env"], "seed": self.seed, "episodes": self.episodes,
+                "stop_at_learning": self.stop_at_learning, "log": self.log}
 
     @functools.cached_property
     def run_id(self) -> str:
@@ -72,9 +103,7 @@ class RunSpec:
 
 
 def as_recorded(params_cls, values: dict) -> dict:
-    """`values` with each renamed value in its old spelling: a parameter field's `renamed` maps a
-    new name of a value to the one it replaced, so a rename changes no run id, agent seed or shard
-    record, and reruns nothing."""
+    """`values` with each renamed value in its old spelling (a field's `renamed`: new -> old)."""
     renamed = {f.name: f.metadata["renamed"] for f in dataclasses.fields(params_cls) if "renamed" in f.metadata}
     return {k: renamed[k].get(v, v) if k in renamed else v for k, v in values.items()}
 
@@ -87,17 +116,6 @@ def as_current(params_cls, values: dict) -> dict:
     return {k: current[k].get(v, v) if k in current else v for k, v in values.items()}
 
 
-def _identity_params(obj) -> dict:
-    """The parameters that name a run: all of them, except a parameter marked `added_later` while it
-    is at its default. A parameter added after results exist then leaves their run ids (and their
-    agents' seeds) unchanged, and those runs are exactly what the new default runs."""
-    d = dataclasses.asdict(obj)
-    for f in dataclasses.fields(obj):
-        if f.metadata.get("added_later") and d[f.name] == f.default:
-            del d[f.name]
-    return d
-
-
 @dataclass
 class ExperimentSpec:
     name: str
@@ -106,7 +124,8 @@ class ExperimentSpec:
     scale: str
     runs: list
     resolved: dict              # the merged spec, for provenance
-    cpu_seconds: float = 0.0    # coarse estimate of the sweep's CPU time (rvfx.experiment.memory.cpu_seconds)
+    cpu_seconds: float = 0.0    # coarse estimate of the sweep's CPU time (rvfx.experiment.memory.estimate)
+    source: str = ""            # the spec as the user named it (a file, or a shipped experiment's name)
 
 
 def _deep_merge(base: dict, override: dict, lines: dict, prefix_from: str, prefix_to: str = "") -> dict:
@@ -171,30 +190,61 @@ def _check_grid(grid, path: str, env_fields, agent_fields) -> dict:
     return grid
 
 
-def _check_run(algo: str, agent, env: str, env_params, episodes: int, log: str, ap: str, where,
-               agent_paths: dict) -> float:
-    """Check what one grid cell's runs need before anything runs: an environment the agent can act
-    in, expressions within their bounds at the run's sizes (v: H**2/25 at H = env.size), and a peak
-    memory this machine has. Returns a run's estimated CPU seconds (0 when unknown).
-    `where(key)` is the spec path that set a grid-style key such as "env.size"."""
-    maker = ENVS[env][0]
-    if known_before_built(maker) and not accepts(algo, maker, agent):
-        on = " or ".join(environments(algo, agent)) or f"an environment that is {needs(algo, agent)}"
-        raise SpecError(f"{ap}.algorithm", f"{algo} runs on {on}, not {env}")
-    try:
-        z = memory.sizes(algo, agent, env_params) or {}
-    except ValueError as err:   # an id the environment's own registry refuses (bsuite's sweep)
-        raise SpecError(where("env.id"), str(err)) from None
-    check_expressions(agent, {k: z[k] for k in ("H", "M") if k in z}, ap, agent_paths)
-    parts = memory.peak_parts(algo, agent, env_params, episodes, log)
-    need, have = memory.peak_bytes(parts) + memory.PROCESS_BYTES, memory.machine_bytes()
-    _expect(need <= have, where(parts[0].key),
-            f"a run would need about {need / 2**30:,.3g} GB of memory, mostly {parts[0].what} "
-            f"({parts[0].nbytes / 2**30:,.3g} GB), more than this machine's {have / 2**30:,.3g} GB")
-    return memory.cpu_seconds(algo, agent, env_params, episodes) or 0.0
+@dataclass(frozen=True)
+class _Top:
+    """A spec's settings above its agents, checked: what every agent's runs share."""
+    name: str
+    figures: list
+    seeds: int
+    first_seed: int             # seeds run first_seed .. first_seed + seeds - 1
+    episodes: int
+    stop: bool
+    log: str
+    env: str                    # the environment's registered name
+    env_cls: type               # its parameter dataclass
+    env_raw: dict               # its parameters as the spec sets them
+    grid: object                # the top-level grid, checked per agent (its keys may name the agent's parameters)
 
 
-def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bool = False) -> ExperimentSpec:
+@dataclass(frozen=True)
+class _Agent:
+    """One agent label's settings, checked: its registry entry, raw parameters, grid (the top one then
+    its own), episodes and seeds."""
+    label: str
+    spec: dict                  # its mapping in the spec
+    entry: AgentEntry
+    raw: dict
+    grid: dict
+    own_grid: dict
+    episodes: int
+    seeds: int
+
+    @property
+    def path(self) -> str:
+        return f"agents.{self.label}"
+
+    def where(self, key: str, combo=()) -> str:
+        """The spec path that set `key` ("env.size", "agent.v", "episodes") in grid cell `combo`."""
+        if key in self.grid:
+            path = f"{self.path}.grid.{key}" if key in self.own_grid else f"grid.{key}"
+            return f"{path}[{combo[list(self.grid).index(key)][0]}]" if combo else path
+        if key == "episodes":
+            return f"{self.path}.episodes" if "episodes" in self.spec else "episodes"
+        scope, _, pname = key.partition(".")
+        return f"{self.path}.{pname}" if scope == "agent" else key
+
+
+class _Cell(NamedTuple):
+    """One grid cell of an agent: its (index, value) per grid key, its parameters built and checked, and
+    the spec path of each swept agent parameter."""
+    combo: tuple
+    env_params: object
+    agent_params: object
+    agent_paths: dict
+
+
+def _validate_top(spec, figure_ids) -> _Top:
+    """The spec's keys and its settings above the agents, each checked (SpecError naming its key)."""
     _expect(isinstance(spec, dict), "", "a spec is a mapping")
     _check_keys(spec, TOP_KEYS, "")
     for key in ("experiment", "env", "agents", "seeds", "episodes"):
@@ -216,80 +266,112 @@ def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bo
     _expect(isinstance(stop, bool), "stop_at_learning", f"expected true or false, got {stop!r}")
     log = spec.get("log", "log")
     _expect(log in ("log", "all"), "log", f"expected 'log' or 'all', got {log!r}")
-
     env = spec["env"]
     _expect(isinstance(env, dict) and "name" in env, "env", "expected a mapping with a 'name'")
     _expect(env["name"] in ENVS, "env.name", f"unknown environment{did_you_mean(str(env['name']), ENVS)}")
     env_cls = ENVS[env["name"]][1]
     env_raw = {k: v for k, v in env.items() if k != "name"}
     build(env_cls, env_raw, "env")
-    env_fields = [f.name for f in dataclasses.fields(env_cls)]
-
     agents = spec["agents"]
     _expect(isinstance(agents, dict) and agents, "agents", "expected a mapping of agent label to settings")
-    top_grid = spec.get("grid", {})
-    runs, count, seconds = [], 0, {}
-    for label, agent in agents.items():
-        ap = f"agents.{label}"
-        _expect(name_problem(label) is None, ap, f"agent label: {name_problem(label)}")
-        _expect(isinstance(agent, dict) and "algorithm" in agent, ap, "expected a mapping with an 'algorithm'")
-        algo = agent["algorithm"]
-        _expect(algo in AGENTS, f"{ap}.algorithm", f"unknown algorithm{did_you_mean(str(algo), AGENTS)}")
-        params_cls = AGENTS[algo].params
-        agent_fields = [f.name for f in dataclasses.fields(params_cls)]
-        agent_raw = {k: v for k, v in agent.items() if k not in AGENT_KEYS}
-        build(params_cls, agent_raw, ap)
-        agent_grid = _check_grid(agent.get("grid", {}), f"{ap}.grid", env_fields, agent_fields)
-        grid = dict(_check_grid(top_grid, "grid", env_fields, agent_fields))
-        grid.update(agent_grid)
-        n_episodes = _int_at_least(agent, "episodes", f"{ap}.episodes") if "episodes" in agent else episodes
-        n_seeds = _int_at_least(agent, "seeds", f"{ap}.seeds") if "seeds" in agent else seeds
-        keys = list(grid)
+    return _Top(name, figures, seeds, first_seed, episodes, stop, log, env["name"], env_cls, env_raw,
+                spec.get("grid", {}))
 
-        def where(key: str, combo=()) -> str:
-            """The spec path that set `key` ("env.size", "agent.v", "episodes") in grid cell `combo`."""
-            if key in grid:
-                path = f"{ap}.grid.{key}" if key in agent_grid else f"grid.{key}"
-                return f"{path}[{combo[keys.index(key)][0]}]" if combo else path
-            if key == "episodes":
-                return f"{ap}.episodes" if "episodes" in agent else "episodes"
+
+def _validate_agent(label: str, agent, top: _Top) -> _Agent:
+    """One agent label's settings, checked: its algorithm, parameters, grids, episodes and seeds."""
+    ap = f"agents.{label}"
+    _expect(name_problem(label) is None, ap, f"agent label: {name_problem(label)}")
+    _expect(isinstance(agent, dict) and "algorithm" in agent, ap, "expected a mapping with an 'algorithm'")
+    algo = agent["algorithm"]
+    _expect(algo in AGENTS, f"{ap}.algorithm", f"unknown algorithm{did_you_mean(str(algo), AGENTS)}")
+    entry = AGENTS[algo]
+    agent_fields = [f.name for f in dataclasses.fields(entry.params)]
+    env_fields = [f.name for f in dataclasses.fields(top.env_cls)]
+    raw = {k: v for k, v in agent.items() if k not in AGENT_KEYS}
+    build(entry.params, raw, ap)
+    own_grid = _check_grid(agent.get("grid", {}), f"{ap}.grid", env_fields, agent_fields)
+    grid = dict(_check_grid(top.grid, "grid", env_fields, agent_fields))
+    grid.update(own_grid)
+    episodes = _int_at_least(agent, "episodes", f"{ap}.episodes") if "episodes" in agent else top.episodes
+    seeds = _int_at_least(agent, "seeds", f"{ap}.seeds") if "seeds" in agent else top.seeds
+    return _Agent(label, agent, entry, raw, grid, own_grid, episodes, seeds)
+
+
+def _check_count(a: _Agent, count: int) -> None:
+    """The sweep, `count` runs up to and including `a`'s, within MAX_RUNS; else SpecError at its largest factor."""
+    if count <= MAX_RUNS:
+        return
+    factors = {"seeds": a.seeds, **{k: len(v) for k, v in a.grid.items()}}
+    big = max(factors, key=factors.get)
+    path = (f"{a.path}.seeds" if "seeds" in a.spec else "seeds") if big == "seeds" else a.where(big)
+    sizes = " x ".join(f"{n:,} {k}" for k, n in factors.items())
+    raise SpecError(path, f"the sweep would hold {count:,} runs or more ({sizes} for {a.label}), "
+                          f"more than the {MAX_RUNS:,} one sweep may hold")
+
+
+def _expand(a: _Agent, top: _Top):
+    """Each grid cell of agent `a`, its parameters built (SpecError at the grid value that set a bad one)."""
+    keys = list(a.grid)
+    for combo in itertools.product(*(list(enumerate(a.grid[k])) for k in keys)):
+        env_p, agent_p = dict(top.env_raw), dict(a.raw)
+        for key, (_, value) in zip(keys, combo):
             scope, _, pname = key.partition(".")
-            return f"{ap}.{pname}" if scope == "agent" else key
+            (env_p if scope == "env" else agent_p)[pname] = value
+        paths = {scope: {k.partition(".")[2]: a.where(k, combo) for k in keys if k.startswith(scope + ".")}
+                 for scope in ("env", "agent")}
+        yield _Cell(combo, build(top.env_cls, env_p, "env", paths["env"]),
+                    build(a.entry.params, agent_p, a.path, paths["agent"]), paths["agent"])
 
-        count += n_seeds * math.prod(len(v) for v in grid.values())
-        if count > MAX_RUNS:
-            factors = {"seeds": n_seeds, **{k: len(v) for k, v in grid.items()}}
-            big = max(factors, key=factors.get)
-            path = (f"{ap}.seeds" if "seeds" in agent else "seeds") if big == "seeds" else where(big)
-            sizes = " x ".join(f"{n:,} {k}" for k, n in factors.items())
-            raise SpecError(path, f"the sweep would hold {count:,} runs or more ({sizes} for {label}), "
-                                  f"more than the {MAX_RUNS:,} one sweep may hold")
-        for combo in itertools.product(*(list(enumerate(grid[k])) for k in keys)):
-            env_p, agent_p = dict(env_raw), dict(agent_raw)
-            for key, (_, value) in zip(keys, combo):
-                scope, _, pname = key.partition(".")
-                (env_p if scope == "env" else agent_p)[pname] = value
-            paths = {scope: {k.partition(".")[2]: where(k, combo) for k in keys if k.startswith(scope + ".")}
-                     for scope in ("env", "agent")}
-            env_obj = build(env_cls, env_p, "env", paths["env"])
-            agent_obj = build(params_cls, agent_p, ap, paths["agent"])
-            seconds[label] = seconds.get(label, 0.0) + n_seeds * _check_run(
-                algo, agent_obj, env["name"], env_obj, n_episodes, log, ap, lambda k: where(k, combo), paths["agent"])
-            # one set of (read-only) dicts shared by the cell's seeds: a sweep may hold 100,000 runs
-            cell = (_identity_params(agent_obj), _identity_params(env_obj), {k: v for k, (_, v) in zip(keys, combo)},
-                    {"agent": as_recorded(params_cls, dataclasses.asdict(agent_obj)),
-                     "env": as_recorded(env_cls, dataclasses.asdict(env_obj))})
-            for seed in range(first_seed, first_seed + n_seeds):
-                runs.append(RunSpec(name, label, algo, cell[0], env["name"], cell[1], seed, n_episodes, stop, log,
-                                    cell[2], cell[3]))
+
+def _estimate(a: _Agent, top: _Top, cell: _Cell) -> float:
+    """Check what one grid cell's runs need before anything runs: an environment the agent can act
+    in, expressions within their bounds at the run's sizes (v: H**2/25 at H = env.size), and a peak
+    memory this machine has. Returns a run's estimated CPU seconds (0 when unknown)."""
+    maker = ENVS[top.env][0]
+    if known_before_built(maker) and not a.entry.accepts(maker, cell.agent_params):
+        algo = a.spec["algorithm"]
+        on = " or ".join(environments(algo, cell.agent_params)) or \
+            f"an environment that is {needs(algo, cell.agent_params)}"
+        raise SpecError(f"{a.path}.algorithm", f"{algo} runs on {on}, not {top.env}")
+    try:
+        z = memory.entry_sizes(a.entry, cell.agent_params, cell.env_params)
+    except ValueError as err:   # an id the environment's own registry refuses (bsuite's sweep)
+        raise SpecError(a.where("env.id", cell.combo), str(err)) from None
+    check_expressions(cell.agent_params, {k: z[k] for k in ("H", "M") if k in (z or {})}, a.path, cell.agent_paths)
+    parts, seconds = memory.estimate(a.entry, cell.agent_params, cell.env_params, z, a.episodes, top.log)
+    need, have = memory.peak_bytes(parts) + memory.PROCESS_BYTES, memory.machine_bytes()
+    _expect(need <= have, a.where(parts[0].key, cell.combo),
+            f"a run would need about {need / 2**30:,.3g} GB of memory, mostly {parts[0].what} "
+            f"({parts[0].nbytes / 2**30:,.3g} GB), more than this machine's {have / 2**30:,.3g} GB")
+    return seconds or 0.0
+
+
+def _validate_and_expand(spec: dict, scale: str, figure_ids=None, allow_long: bool = False,
+                         plugins: tuple = ()) -> ExperimentSpec:
+    """Validate the merged spec, expand it into runs (grid cells x seeds) and estimate its CPU time."""
+    top = _validate_top(spec, figure_ids)
+    runs, count, seconds = [], 0, {}
+    for label, agent in spec["agents"].items():
+        a = _validate_agent(label, agent, top)
+        count += a.seeds * math.prod(len(v) for v in a.grid.values())
+        _check_count(a, count)
+        seconds[label] = 0.0
+        for cell in _expand(a, top):
+            seconds[label] += a.seeds * _estimate(a, top, cell)
+            rec = record_params(cell.agent_params, cell.env_params)     # one per cell: a sweep may hold 100,000 runs
+            swept = {k: v for k, (_, v) in zip(a.grid, cell.combo)}
+            runs += [RunSpec(top.name, label, a.spec["algorithm"], cell.agent_params, top.env, cell.env_params, seed,
+                             a.episodes, top.stop, top.log, swept, plugins, rec)
+                     for seed in range(top.first_seed, top.first_seed + a.seeds)]
     total = sum(seconds.values())
     if total > LONG_SECONDS and not allow_long:
         label = max(seconds, key=seconds.get)
-        raise SpecError(f"agents.{label}.episodes" if "episodes" in agents[label] else "episodes",
+        raise SpecError(f"agents.{label}.episodes" if "episodes" in spec["agents"][label] else "episodes",
                         f"the sweep would take up to {total / YEAR:,.3g} CPU-years by a coarse estimate "
                         f"(mostly {label}'s runs); pass --allow-long to run it anyway")
-    _check_design(spec.get("design"), agents, env_fields)
-    return ExperimentSpec(name, spec.get("description", ""), figures, scale, runs, spec, total)
+    _check_design(spec.get("design"), spec["agents"], [f.name for f in dataclasses.fields(top.env_cls)])
+    return ExperimentSpec(top.name, spec.get("description", ""), top.figures, scale, runs, spec, total)
 
 
 def _check_design(design, agents: dict, env_fields) -> None:
@@ -313,16 +395,19 @@ def _check_design(design, agents: dict, env_fields) -> None:
 
 
 def load_spec(path: str, scale: str = "ci", sets: tuple[str, ...] = (), figure_ids=None,
-              allow_long: bool = False) -> ExperimentSpec:
+              allow_long: bool = False, plugins: tuple = (), source: str | None = None) -> ExperimentSpec:
     """Read, merge the scale's overrides and `--set key=value`s, validate and expand; a sweep
     estimated beyond LONG_SECONDS of CPU needs `allow_long`.
 
     Every problem raises SpecError naming the file, the line and the key path. `figure_ids` are
     the ids `figures:` may name (the CLI passes the figure registry's); None leaves them unchecked.
+    Each run names the `plugins` its worker imports first; `source` is how messages name the spec
+    (`path` when None).
     """
     data, lines = yaml_lines.load(path)
     with _located(path, lines):
-        return _validate_and_expand(_merged(data, lines, scale, sets), scale, figure_ids, allow_long)
+        exp = _validate_and_expand(_merged(data, lines, scale, sets), scale, figure_ids, allow_long, plugins)
+    return dataclasses.replace(exp, source=str(path) if source is None else source)
 
 
 def resolved_spec(path: str, scale: str) -> dict:
