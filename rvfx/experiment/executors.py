@@ -22,6 +22,7 @@ from rvfx.experiment.plugins import load_plugins
 
 REPORT_EVERY = 1.0       # seconds between a running run's progress messages
 CONNECT_TIMEOUT = 10.0   # seconds to reach a Dask scheduler before giving up
+WORKER_TIMEOUT = 10.0    # seconds for a reached scheduler to have a worker before giving up
 
 
 class Stopped(Exception):
@@ -255,8 +256,9 @@ _TCP = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):\d{1,5}/?")
 
 def dask_pool(address: str) -> DaskPool:
     """`local:N` starts a LocalCluster of N one-thread worker processes on this machine;
-    `tcp://HOST:PORT` joins a running scheduler. Anything else, or a scheduler that does not
-    answer Dask's handshake within CONNECT_TIMEOUT seconds, raises DaskAddressError."""
+    `tcp://HOST:PORT` joins a running scheduler. Anything else, a scheduler that does not answer
+    Dask's handshake within CONNECT_TIMEOUT seconds, or one with no worker WORKER_TIMEOUT seconds
+    later (its tasks would wait forever), raises DaskAddressError."""
     try:
         import dask
         from distributed import Client, LocalCluster
@@ -273,11 +275,18 @@ def dask_pool(address: str) -> DaskPool:
         raise DaskAddressError(f"--dask {address!r}: expected local:N (N >= 1) or tcp://HOST:PORT")
     try:
         asyncio.run(_handshake(address))
-        return DaskPool(Client(address, timeout=CONNECT_TIMEOUT))
+        client = Client(address, timeout=CONNECT_TIMEOUT)
     except (OSError, asyncio.TimeoutError) as err:
         why = f" ({str(err).splitlines()[0]})" if str(err) else ""
         raise DaskAddressError(f"--dask {address}: no Dask scheduler answered within "
                                f"{CONNECT_TIMEOUT:g} s{why}") from None
+    try:
+        client.wait_for_workers(1, timeout=WORKER_TIMEOUT)
+    except TimeoutError:
+        client.close()
+        raise DaskAddressError(f"--dask {address}: the scheduler has no workers (none joined within "
+                               f"{WORKER_TIMEOUT:g} s); start some with `dask worker {address}`") from None
+    return DaskPool(client)
 
 
 async def _handshake(address: str) -> None:

@@ -16,6 +16,7 @@ another default) is named, treated as not done and rerun; it is never read.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -128,8 +129,21 @@ def is_done(out, run) -> bool:
     return shard_problem(out, run) is None
 
 
+@contextlib.contextmanager
+def naming(path: Path):
+    """Inside it, an OSError that names no file (a full disk's [Errno 28] at a write, a flush or a
+    close) is raised again naming `path`: the one line it ends in says which file failed."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None:
+            raise
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from err
+
+
 def _to_csv(df: pd.DataFrame, path: Path) -> None:
-    df.to_csv(path, index=False, lineterminator="\n")
+    with naming(path):
+        df.to_csv(path, index=False, lineterminator="\n")
 
 
 def _umask() -> int:
@@ -149,11 +163,12 @@ def write_atomic_text(path: Path, text: str) -> None:
 def write_atomic(path: Path, write: Callable[[BinaryIO], object], mode: int | None = None) -> None:
     """`write` into a new binary file under a temporary name beside `path`, then rename it into
     place (with `mode`, default what the umask gives): a link at `path` is replaced, never
-    written through, and a reader sees the old file or the new one, never a part."""
+    written through, and a reader sees the old file or the new one, never a part; an OSError names
+    `path` (naming)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
+        with naming(path), os.fdopen(fd, "wb") as f:
             write(f)
         os.chmod(tmp, FILE_MODE if mode is None else mode)
         os.replace(tmp, path)
@@ -178,7 +193,8 @@ def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
         files = {p.name: {"rows": _data_rows(p), "sha256": sha256(p)} for p in sorted(tmp.glob("*.csv"))}
         manifest = {"format": SHARD_FORMAT, "run_id": run.run_id, "settings": run.settings,
                     "code": code_version(), "blas": blas_kernels(), "files": files}
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        with naming(tmp / MANIFEST):
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         _replace_dir(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
