@@ -1,13 +1,10 @@
 """The cartpole bridge's readouts and rule (rvfx/analysis/bridge.py) on hand-built runs, and its figure's
 summary table drawn from a hand-built results folder."""
+import numpy as np
+import pandas as pd
 import pytest
 
-pytest.importorskip("bsuite", reason="the bsuite extra is not installed: pip install 'rvfx[bsuite]'")
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from rvfx.analysis.bridge import ARMS, arm_summary, gate, run_readouts, stop  # noqa: E402
+from rvfx.analysis.bridge import ARMS, arm_summary, gate, run_readouts, stop
 
 EPISODES = 6
 

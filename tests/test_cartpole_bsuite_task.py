@@ -12,22 +12,19 @@ grouping would change every cartpole result rvfx has made; everything else (cons
 updates, positions advanced with the old velocities, θ wrapped with the same remainder, the clock of
 1,001 steps at max_time 10, the float32 observation, the cost 0.01 · 10 = 0.1 exactly) is bsuite's.
 """
+import dataclasses
+import inspect
+import math
+
+import numpy as np
 import pytest
+import yaml
+from cli_helpers import CONFIGS, invoke
 
-pytest.importorskip("bsuite", reason="the bsuite extra is not installed: pip install 'rvfx[bsuite]'")
-
-import dataclasses  # noqa: E402
-import inspect  # noqa: E402
-import math  # noqa: E402
-
-import numpy as np  # noqa: E402
-import yaml  # noqa: E402
-from cli_helpers import CONFIGS, invoke  # noqa: E402
-
-from rvfx.analysis.bridge import ARMS  # noqa: E402
-from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch  # noqa: E402
-from rvfx.envs.cartpole.physics import CartpoleSwingUpParams, bsuite_settings, upright  # noqa: E402
-from rvfx.experiment.spec import _identity_params, load_spec  # noqa: E402
+from rvfx.analysis.bridge import ARMS
+from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch
+from rvfx.envs.cartpole.physics import CartpoleSwingUpParams, bsuite_settings, upright
+from rvfx.experiment.spec import _identity_params, load_spec
 
 NEW_FIELDS = ("x_bound", "x_dot_bounded", "strict_bounds", "terminate_x")
 LEVELS = (0, 5, 10)

@@ -1,15 +1,12 @@
 """Fig. 17's doors (configs/cartpole_doors.yaml): the rule on hand-built runs (rvfx/analysis/doors.py), the
 summary its figure writes, and the figure drawn through the CLI from the spec's CI-scale runs."""
+import numpy as np
+import pandas as pd
 import pytest
+from cli_helpers import CONFIGS, assert_png, invoke
 
-pytest.importorskip("bsuite", reason="the bsuite extra is not installed: pip install 'rvfx[bsuite]'")
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from cli_helpers import CONFIGS, assert_png, invoke  # noqa: E402
-
-from rvfx.analysis.doors import ARMS, arm_summary  # noqa: E402
-from rvfx.analysis.rlsvi_rerun import run_readouts  # noqa: E402
+from rvfx.analysis.doors import ARMS, arm_summary
+from rvfx.analysis.rlsvi_rerun import run_readouts
 
 EPISODES = 20           # the last 10%: episodes 19-20
 

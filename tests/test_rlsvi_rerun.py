@@ -1,14 +1,11 @@
 """Fig. 17's contrast rerun (rvfx/analysis/rlsvi_rerun.py) on hand-built runs: Fig. 17's learnt criterion
 over the last 10% of episodes, the first success, the per-cell counts with their exact CIs, and the
 figure's summary table."""
+import numpy as np
+import pandas as pd
 import pytest
 
-pytest.importorskip("bsuite", reason="the bsuite extra is not installed: pip install 'rvfx[bsuite]'")
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from rvfx.analysis.rlsvi_rerun import cell_summary, run_readouts, split_agent  # noqa: E402
+from rvfx.analysis.rlsvi_rerun import cell_summary, run_readouts, split_agent
 
 EPISODES = 20      # the final window: episodes 19-20
 

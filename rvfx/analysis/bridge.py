@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rvfx.analysis.bsuite import success_readouts
+from rvfx.analysis.final_return import success_readouts
 from rvfx.analysis.stats import median_ci, sem
 from rvfx.experiment.results import experiment_dir, load_table
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from bsuite import sweep
 
+from rvfx.analysis.final_return import SWINGUP_GOOD_EPISODE, success_readouts
 from rvfx.envs.bsuite import PREFIX, ROWS
 from rvfx.experiment.params import name_problem
 from rvfx.experiment.results import DamagedTable, load_spec_value, load_table, write_atomic_text
@@ -117,7 +118,6 @@ def score(df: pd.DataFrame, forgiveness: float = 100.0, num_episodes: int = NUM_
 
 SWINGUP_EPISODES = sweep.EPISODES["cartpole_swingup/0"]   # bsuite's cartpole_swingup budget: 1,000 episodes
 SWINGUP_BASE_REGRET = 700.0     # bsuite/experiments/cartpole_swingup/analysis.py: BASE_REGRET, GOOD_EPISODE
-SWINGUP_GOOD_EPISODE = 100.0
 
 
 def swingup_score(log: pd.DataFrame) -> float:
@@ -150,14 +150,6 @@ def episode_log(log: pd.DataFrame, where: str) -> pd.DataFrame:
         raise IncompleteLog(f"{where}: bsuite did not log every episode (run boot_dqn with "
                             f"rvfx/interop/boot_dqn_every_episode.py)")
     return log.reset_index(drop=True)
-
-
-def success_readouts(returns: np.ndarray) -> dict:
-    """The first episode (1-based) returning more than 100 (NaN if none), how many episodes did, and
-    how many episodes there were: bsuite's cartpole_swingup "good episode" threshold."""
-    good = np.flatnonzero(np.asarray(returns, float) > SWINGUP_GOOD_EPISODE)
-    return {"first_success": float(good[0] + 1) if len(good) else np.nan, "successes": int(len(good)),
-            "episodes": int(len(returns))}
 
 
 def swingup_readouts(returns: np.ndarray, log: pd.DataFrame) -> dict:

@@ -4,10 +4,21 @@ that is at least LEARNT_RETURN = 100 (one second upright per episode; rvfx/figur
 says why)."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 FINAL_FRACTION = 0.1           # "final performance" = the last 10% of episodes
 LEARNT_RETURN = 100.0          # mean final return that counts as a learnt swing-up
+SWINGUP_GOOD_EPISODE = 100.0    # bsuite/experiments/cartpole_swingup/analysis.py: GOOD_EPISODE
+
+
+def success_readouts(returns: np.ndarray) -> dict:
+    """The first episode (1-based) returning more than 100 (NaN if none), how many episodes did, and
+    how many episodes there were: bsuite's cartpole_swingup "good episode" threshold (here, without
+    the bsuite extra, for every swing-up figure)."""
+    good = np.flatnonzero(np.asarray(returns, float) > SWINGUP_GOOD_EPISODE)
+    return {"first_success": float(good[0] + 1) if len(good) else np.nan, "successes": int(len(good)),
+            "episodes": int(len(returns))}
 
 
 def final_window_start(last_episode: int) -> int:

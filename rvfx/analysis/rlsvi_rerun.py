@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rvfx.analysis.bsuite import success_readouts
-from rvfx.analysis.final_return import LEARNT_RETURN, final_returns
+from rvfx.analysis.final_return import LEARNT_RETURN, final_returns, success_readouts
 from rvfx.analysis.stats import clopper_pearson, median_ci, sem
 
 CLASSES = {   # Fig. 17's value-function classes, in the figure's order
