@@ -91,7 +91,8 @@ def baseline(record: Path) -> pd.DataFrame:
         rows.append({"agent": name, "experiment": experiment, "label": agent,
                      "algorithm": runs["algorithm"].iloc[0], "slope": s["slope"].value, "slope_lo": s["slope"].lo,
                      "slope_hi": s["slope"].hi, "rate": s["rate"].value, "rate_lo": s["rate"].lo,
-                     "rate_hi": s["rate"].hi, "growth": s["growth"], "intercept": fit.intercept,
+                     "rate_hi": s["rate"].hi, "growth": s["growth"], "verdict": s["verdict"],
+                     "intercept": fit.intercept,
                      "sizes": " ".join(str(int(n)) for n in fit.sizes_used), "runs": len(runs),
                      "censored": int(runs["censored"].sum()),
                      "env": battery_env(dataclasses.asdict(env_params(record, experiment)))})
@@ -169,7 +170,7 @@ def card(runs: pd.DataFrame, base: pd.DataFrame, env: str) -> tuple[pd.DataFrame
         rows.append({"agent": b["agent"], "slope [95% CI]": _ci(b["slope"], b["slope_lo"], b["slope_hi"]),
                      "log2 growth per N [95% CI]": _ci(b["rate"], b["rate_lo"], b["rate_hi"]),
                      "sizes": b["sizes"], "runs": b["runs"], "censored": b["censored"],
-                     "verdict": VERDICTS.get(b["growth"], f"inconclusive ({b['growth']})"),
+                     "verdict": b["verdict"],
                      "source": f"figures/paper/{b['experiment']} (paper scale)"})
     return pd.DataFrame(rows), notes
 
