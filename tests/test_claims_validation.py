@@ -152,8 +152,8 @@ VALUES = [0, -1, 1, 5, 0.5, 2000, 10**20, 2**63, 1e15, -1e-300, float("nan"), fl
           "x", "agent", "runs", "mean", "order", "ascending", "../../leak", "/etc/passwd", "a == 1",
           "agent == 'psrl'", "env.treasure == 99999999999999999999", "final_cum_regret", "<img src=x>", "all",
           "2026-13-45", "2026-01-01", [], [1], ["a"], [[1]], ["agent"], [["agent"]], {}, {"a": 1}, {"kind": "mean"},
-          {"agent": "max"}, {"agent": 10**20}, {"kind": "order", "tiers": "ascending"}, {"kind": "slope", "x": "env.size"},
-          "exponential", "<=", ">"]
+          {"agent": "max"}, {"agent": 10**20}, {"kind": "order", "tiers": "ascending"},
+          {"kind": "slope", "x": "env.size"}, "exponential", "<=", ">"]
 KEYS = ["extra", "kind", "x", "op", "target", "column", "group", "by", "table", "image", "where", "note"]
 
 
