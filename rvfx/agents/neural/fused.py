@@ -8,11 +8,13 @@ Both do the same floating-point operations in the same order per element, so the
 The one reduction, the bias gradient's sum over the batch, adds rows in order 0..B-1, which is the
 order of NumPy's `add.reduce` along a non-contiguous axis (no pairwise summation there).
 
-numba is imported and each kernel compiled on first use, never read from an on-disk cache (the
-project runs nothing read from disk unverified). RVFX_KERNELS=numpy forces the NumPy passes.
+The numba kernels live in `kernels`, compiled on first use and kept in numba's cache in a private
+folder that is checked before anything is read from it (numba_cache), so that a machine compiles
+them once. RVFX_KERNELS=numpy forces the NumPy passes.
 """
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import threading
@@ -112,173 +114,11 @@ def _adam_rows_numpy(p, rows, g, m, v, b1w, b2, stepw, eps, one) -> None:
     p[rows], m[rows], v[rows] = pr, mr, vr
 
 
-# --- the numba kernels ---------------------------------------------------------------------------
-
 def _compile() -> dict:
-    """The kernels, compiled lazily per signature (cache=False: nothing is loaded from disk).
-
-    error_model="numpy" lets a quotient by zero be inf or nan as in NumPy (Python's model would test
-    and raise, which also keeps the loops from vectorising)."""
-    import numba
-    from llvmlite import ir
-    from numba.extending import intrinsic
-
-    jit = numba.njit(cache=False, nogil=True, error_model="numpy", fastmath=False)
-
-    @intrinsic
-    def bits(typingctx, x):
-        """A float's bits as the signed integer of its width (a bitcast: no arithmetic, no slow path)."""
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.IntType(x.bitwidth))
-        return (numba.types.int32 if x.bitwidth == 32 else numba.types.int64)(x), codegen
-
-    @jit
-    def bias_relu(z, b, mask):
-        zero, unit = z.dtype.type(0.0), z.dtype.type(1.0)
-        for i in range(z.shape[0]):
-            for j in range(z.shape[1]):
-                x = z[i, j] + b[j]
-                r = unit if x > zero else zero
-                z[i, j] = x * r                    # x * 0 as NumPy: -0.0 below zero, nan stays nan
-                mask[i, j] = r                     # a bool mask (1 byte) stores r != 0
-
-    @jit
-    def relu(z, b):
-        zero, unit = z.dtype.type(0.0), z.dtype.type(1.0)
-        for i in range(z.shape[0]):
-            for j in range(z.shape[1]):
-                x = z[i, j] + b[j]
-                z[i, j] = x * (unit if x > zero else zero)
-
-    @jit
-    def relu_grad_sum(d, mask, out):
-        zero, unit = d.dtype.type(0.0), d.dtype.type(1.0)
-        if d.shape[0] == 0:
-            out[:] = zero                          # NumPy's sum of no rows
-            return
-        for j in range(d.shape[1]):
-            x = d[0, j] * (unit if mask[0, j] else zero)   # the 0/1 float NumPy multiplies by
-            d[0, j] = x
-            out[j] = x                             # the first row itself (not 0 + it: -0.0 stays)
-        for i in range(1, d.shape[0]):
-            for j in range(d.shape[1]):
-                x = d[i, j] * (unit if mask[i, j] else zero)
-                d[i, j] = x
-                out[j] += x
-
-    @jit
-    def adam(p, g, m, v, b1w, b2, stepw, eps, one):
-        # The quotient m~ / s in p's dtype: a float32 division is float64's rounded (`Adam._update`) at a
-        # quarter of its cost, but x86 takes a microcode slow path on a subnormal operand, and unused
-        # weights' m~ decay to subnormals (b1^t). Those take no step here, which is exact where their
-        # step is below half an ulp of p (|q| <= tiny / eps: any |p| > `small`); the rare rest are
-        # redone after, from their unchanged p, with the quotient in float64 (the opaque `one` keeps
-        # LLVM from narrowing it back to a float32 division). The step's product q * step is made in p's
-        # dtype too: a product of two float32s is exact in float64, so float64's product rounded once is
-        # float32's own (a third less time than the conversions it replaces). Both tests compare |x|'s
-        # bits (abs clears the sign bit, no arithmetic): they order as |x| does, a nan's above every bound.
-        dt, zero = p.dtype.type, p.dtype.type(0.0)
-        step = dt(stepw)
-        tiny = WIDE(np.finfo(m.dtype).tiny)
-        small = tiny / WIDE(eps) * stepw * (WIDE(8.0) / WIDE(np.finfo(p.dtype).eps))   # x 2^26 in float32
-        below = dt(small)
-        if WIDE(below) > small:
-            below = np.nextafter(below, zero)               # |p| <= small, as the greatest such p's bits
-        normal, small_bits = bits(m.dtype.type(tiny)), bits(below)
-        late = False
-        for i in range(p.shape[0]):
-            gi = g[i]
-            mi = m.dtype.type(WIDE(m[i]) * b1w) + gi
-            vi = v[i] * b2 + gi * gi
-            m[i] = mi
-            v[i] = vi
-            pi, a = p[i], bits(abs(mi))
-            subnormal = (a > 0) & (a < normal)
-            late |= subnormal & (bits(abs(pi)) <= small_bits)
-            q = (zero if subnormal else mi) / (np.sqrt(vi) + eps)
-            p[i] = pi - (zero if subnormal else q * step)
-        if late:
-            for i in range(p.shape[0]):
-                a = bits(abs(m[i]))
-                if a > 0 and a < normal and bits(abs(p[i])) <= small_bits:     # the loop's own tests
-                    q = dt((WIDE(m[i]) * one) / WIDE(np.sqrt(v[i]) + eps))
-                    p[i] = p[i] - dt(WIDE(q) * stepw)
-
-    # bootstrap and td loop over samples, then members: the order of the (U, K, A) memory under the
-    # (K, U, A) views they are handed (each element is computed alone, so the order changes no bit)
-    @jit
-    def bootstrap(q_next, online_next, v):
-        for u in range(q_next.shape[1]):
-            for k in range(q_next.shape[0]):
-                if online_next is None:             # np.maximum in turn: the second unless the first is
-                    x = q_next[k, u, 0]             # greater or nan (its signed zeros and nans)
-                    for a in range(1, q_next.shape[2]):
-                        y = q_next[k, u, a]
-                        if not (x > y or x != x):
-                            x = y
-                    v[k, u] = x
-                else:                               # np.argmax: the first greatest, or the first nan
-                    best, top = 0, online_next[k, u, 0]
-                    if top == top:
-                        for a in range(1, q_next.shape[2]):
-                            y = online_next[k, u, a]
-                            if y != y:
-                                best = a
-                                break
-                            if y > top:
-                                best, top = a, y
-                    v[k, u] = q_next[k, u, best]
-
-    @jit
-    def td(q, v, action, reward, discount, weight, rows, next_rows, scale, delta, g, dout):
-        zero, two = delta.dtype.type(0.0), delta.dtype.type(2.0)
-        shared = reward.shape[0] == 1
-        for b in range(delta.shape[1]):
-            a = action[b]
-            for k in range(delta.shape[0]):
-                if next_rows is None:
-                    y = v[k, b] * discount[b]
-                else:
-                    y = v[k, next_rows[b]] * discount[b]
-                y = y + reward[0 if shared else k, b]
-                if rows is None:
-                    d = q[k, b, a] - y
-                else:
-                    d = q[k, rows[b], a] - y
-                delta[k, b] = d
-                if weight is not None:
-                    d = d * (two if weight[k, b] else zero)
-                g[k, b] = d
-                if dout is not None:
-                    for c in range(dout.shape[2]):
-                        dout[k, b, c] = d * scale if c == a else zero
-
-    @jit
-    def distinct(codes):
-        order = np.argsort(codes, kind="mergesort")     # stable: a group's first is its first sample
-        state, first = np.empty_like(codes), np.empty_like(order)
-        index = np.empty_like(order)
-        n = 0
-        for i in range(codes.shape[0]):
-            b = order[i]
-            if n == 0 or codes[b] != state[n - 1]:
-                state[n], first[n] = codes[b], b
-                n += 1
-            index[b] = n - 1
-        return state[:n], first[:n], index
-
-    @jit
-    def adam_rows(p, rows, g, m, v, b1w, b2, stepw, eps, one):
-        for r in range(rows.shape[0]):
-            adam(p[rows[r]], g[r], m[rows[r]], v[rows[r]], b1w, b2, stepw, eps, one)
-
-    @jit
-    def copy_rows(dst, src, rows):
-        for r in range(rows.shape[0]):             # in place, no gathered copy in between
-            dst[rows[r]] = src[rows[r]]
-
-    return {"bias_relu": bias_relu, "relu": relu, "relu_grad_sum": relu_grad_sum, "adam": adam,
-            "adam_rows": adam_rows, "bootstrap": bootstrap, "td": td, "distinct": distinct, "copy_rows": copy_rows}
+    """The numba kernels (rvfx.agents.neural.kernels), each compiled on first use, or read from
+    numba's cache in a checked private folder (numba_cache)."""
+    from rvfx.agents.neural import kernels
+    return kernels.FUSED
 
 
 NUMPY = {"bias_relu": _bias_relu_numpy, "relu": _relu_numpy, "relu_grad_sum": _relu_grad_sum_numpy,
@@ -287,12 +127,9 @@ NUMPY = {"bias_relu": _bias_relu_numpy, "relu": _relu_numpy, "relu_grad_sum": _r
 
 
 def available() -> bool:
-    """numba can be imported (the compiled kernels are possible)."""
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """numba is installed (the compiled kernels are possible); not imported here, so that its cache
+    folder is set before it loads (kernels)."""
+    return importlib.util.find_spec("numba") is not None
 
 
 def requested_problem() -> str | None:
