@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -14,7 +13,7 @@ from rvfx import cli_support as support
 from rvfx import shipped
 from rvfx.agents import AGENTS
 from rvfx.envs import ENVS
-from rvfx.experiment.folders import Busy, ForeignFolder
+from rvfx.experiment.folders import Busy, ForeignFolder, os_error
 
 
 class _Main(click.Group):
@@ -33,7 +32,7 @@ class _Main(click.Group):
         except Busy as err:
             support.fail(str(err), 1)
         except OSError as err:
-            support.fail(support.os_error(err), 1)
+            support.fail(os_error(err), 1)
 
 
 def _claims_option(help="the claims registry"):
@@ -78,49 +77,23 @@ def main(ctx, plugins):
 def run(spec, scale, jobs, sets, out, allow_long, dask_address, dry_run, record_dir, claims_path):
     """Expand SPEC into runs, execute the unfinished ones, and collect tidy CSV. SPEC is a spec file
     or the name of a shipped experiment, e.g. `rvfx run deepsea_tabular` from any folder."""
-    from rvfx.experiment import checkpoint, results
-    from rvfx.experiment.runner import run_sweep
-    from rvfx.experiment.spec import resolved_yaml
     exp = support.load(spec, scale, sets, allow_long)
-    support.results_folder(out, exp)
-    from rvfx.experiment.runner import other_sweep
-    refused = other_sweep(out, exp, spec)
-    if refused:
-        support.fail(refused, 2)
-    keep, recorded = (support.recorder(exp, out, record_dir, claims_path) if record_dir else (None, set()))
-    problems = {r.run_id: results.shard_problem(out, r) for r in exp.runs if r.run_id not in recorded}
-    done = sum(p is None for p in problems.values())
-    resumable = checkpoint.resumable(out, [r for r in exp.runs if problems.get(r.run_id) is not None])
-    resuming = f" ({len(resumable)} from a checkpoint)" if resumable else ""
-    in_record = f", {len(recorded)} recorded in {record_dir}" if record_dir else ""
-    click.echo(f"{exp.name} [{scale}]: {len(exp.runs)} runs, {done} done{in_record}, {len(problems) - done} to run"
-               f"{resuming} -> {Path(out) / exp.name}")
-    for run_id, problem in problems.items():
-        if problem not in (None, "missing"):
-            click.echo(f"rerunning {run_id}: {problem}", err=True)
+
+    def show(plan) -> None:
+        for note in plan.notes:
+            click.echo(note, err=True)
+        resuming = f" ({len(plan.resumable)} from a checkpoint)" if plan.resumable else ""
+        in_record = f", {len(plan.recorded)} recorded in {record_dir}" if record_dir else ""
+        click.echo(f"{exp.name} [{scale}]: {len(exp.runs)} runs, {plan.done} done{in_record}, "
+                   f"{len(plan.pending)} to run{resuming} -> {Path(out) / exp.name}")
+        for run_id, problem in plan.problems.items():
+            if problem not in (None, "missing"):
+                click.echo(f"rerunning {run_id}: {problem}", err=True)
+
+    outcomes = support.sweep(exp, out, jobs=jobs, dask=dask_address, record=record_dir, claims=claims_path,
+                             dry_run=dry_run, on_plan=show)
     if dry_run:
         return
-    if done < len(problems):
-        support.blas_preflight(dask_address)
-    support.preflight(out, exp)
-    from rvfx.experiment.executors import DaskAddressError
-    from rvfx.experiment.runner import Interrupted, SweepBusy
-    try:
-        outcomes = run_sweep([r for r in exp.runs if r.run_id not in recorded], out, jobs=jobs, dask=dask_address,
-                             on_outcome=keep and keep.heard)
-    except DaskAddressError as err:
-        support.fail(str(err), 2)
-    except SweepBusy as err:
-        support.fail(str(err), 1)
-    except Interrupted as err:
-        if keep is not None:
-            keep.merge()
-        click.echo(f"{err}; to resume, rerun the same command (finished runs are skipped): "
-                   f"{shlex.join(['rvfx', *sys.argv[1:]])}", err=True)
-        sys.exit(130)
-    results.collect(out, exp.runs, resolved_yaml(exp))
-    if keep is not None:
-        keep.finish()
     failed = [o for o in outcomes if not o.ok]
     click.echo(f"{exp.name}: {len(outcomes) - len(failed)} run(s) finished, {len(failed)} failed; "
                f"tables in {Path(out) / exp.name}")
@@ -165,9 +138,13 @@ def validate(specs, scale, sets, allow_long):
 def collect(spec, scale, sets, out):
     """Concatenate SPEC's finished shards into episodes.csv / runs.csv."""
     from rvfx.experiment import results
+    from rvfx.experiment.preflight import Refused, results_folder
     from rvfx.experiment.spec import resolved_yaml
     exp = support.load(spec, scale, sets)
-    support.results_folder(out, exp)
+    try:
+        results_folder(out, exp)
+    except Refused as err:
+        support.fail(str(err), err.code)
     for name, path in results.collect(out, exp.runs, resolved_yaml(exp)).items():
         click.echo(f"{name}: {path}")
     lacking = results.missing_runs(out, exp.name)
@@ -271,8 +248,6 @@ def scorecard(target, scale, jobs, out, figures_dir):
     from rvfx import scorecard as sc
     from rvfx.analysis.standard import markdown
     from rvfx.experiment import results
-    from rvfx.experiment.runner import run_sweep
-    from rvfx.experiment.spec import resolved_yaml
     from rvfx.figures.scorecard import draw
     try:
         name, agents = sc.agents_of(target, AGENTS)
@@ -288,12 +263,10 @@ def scorecard(target, scale, jobs, out, figures_dir):
         spec = Path(folder) / f"scorecard_{name}.yaml"
         spec.write_text(sc.battery_spec(name, agents or {name: {"algorithm": name}}), encoding="utf-8")
         exp = support.load(str(spec), scale, ())
-    support.results_folder(out, exp)
-    support.blas_preflight(None)
-    support.preflight(out, exp)
-    click.echo(f"{exp.name} [{scale}]: {len(exp.runs)} runs -> {Path(out) / exp.name}")
-    failed = [o for o in run_sweep(exp.runs, out, jobs=jobs) if not o.ok]
-    results.collect(out, exp.runs, resolved_yaml(exp))
+    exp.source = target                                        # how messages name it: its spec is gone
+    outcomes = support.sweep(exp, out, jobs=jobs, on_plan=lambda plan: click.echo(
+        f"{exp.name} [{scale}]: {len(exp.runs)} runs -> {Path(out) / exp.name}"))
+    failed = [o for o in outcomes if not o.ok]
     if failed:
         support.fail(f"{len(failed)} run(s) failed, e.g. {failed[0].run_id}: {failed[0].message}", 1)
     runs = results.load_table(out, exp.name, "runs")
@@ -403,7 +376,7 @@ def docs_(out, check):
         for name, text in pages.items():
             write_atomic_text(Path(out) / name, text)
     except OSError as err:
-        support.fail(f"--out {out}: {support.os_error(err)}", 2)
+        support.fail(f"--out {out}: {os_error(err)}", 2)
     click.echo(f"docs: {len(pages)} reference pages -> {out}")
 
 

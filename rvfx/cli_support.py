@@ -1,14 +1,11 @@
-"""What the `rvfx` commands share: a spec loaded with the `--plugin` modules, the checks before any
-run starts, an error in one line and its exit code, figures drawn with a line per figure, the
-`--record` recorder. The work itself lives in the modules these call.
+"""What the `rvfx` commands share: a spec loaded with the `--plugin` modules, a sweep run through
+rvfx.api.run with its refusals as one line and an exit code, figures drawn with a line per figure.
+The work itself lives in the modules these call.
 """
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -19,12 +16,6 @@ from rvfx.experiment.params import SpecError
 def fail(message: str, code: int):
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
-
-
-def os_error(err: OSError) -> str:
-    """'path: reason' of an OS error (both paths of a failed rename)."""
-    names = " -> ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
-    return f"{names}: {err.strerror}" if names and err.strerror else str(err)
 
 
 def load(spec_path, scale, sets, allow_long=True):
@@ -56,112 +47,32 @@ def _with_known_agents(err: SpecError, scale: str) -> str:
     return str(SpecError(err.path, unknown_algorithm(algo), err.file, err.line))
 
 
-def blas_preflight(dask_address) -> None:
-    """Before any run starts here (not on a remote Dask cluster): NumPy's BLAS works in this
-    environment (rvfx.experiment.blas_check); else one line, exit 2, and nothing written."""
-    from rvfx.experiment.blas_check import blas_problem
-    problem = None if dask_address and not dask_address.startswith("local:") else blas_problem()
-    if problem:
-        fail(problem, 2)
-
-
-def _not_under_a_file(out: str, exp) -> None:
-    """--out names a place a folder can be: no file on the way to OUT/<experiment>; else one line, exit 2."""
-    folder = Path(out) / exp.name
-    blocker = next((p for p in folder.parents if p.exists() and not p.is_dir()), None)
-    if blocker is not None:
-        fail(f"--out {out}: {blocker} is not a directory", 2)
-
-
-def results_folder(out: str, exp) -> None:
-    """OUT/<experiment> is rvfx's to write: no link in place of it or of its folders, and not a
-    record or an export (tables without shards); else one line, exit 2, nothing written."""
-    from rvfx.experiment import folders, results
-    _not_under_a_file(out, exp)
+def sweep(exp, out: str, **options) -> list:
+    """rvfx.api.run(exp, out, **options), each refusal ending in one line and its exit code, Ctrl-C in a
+    line saying how to resume (exit 130)."""
+    from rvfx import api
+    from rvfx.experiment.executors import DaskAddressError
+    from rvfx.experiment.preflight import Refused
+    from rvfx.experiment.runner import Interrupted, SweepBusy
     try:
-        refused = results.not_results(folders.experiment_folder(out, exp.name))
-    except folders.ForeignFolder as err:
-        refused = str(err)
-    if refused:
-        fail(refused, 2)
-
-
-def preflight(out: str, exp) -> None:
-    """Before any run starts: RVFX_KERNELS names kernels this environment has, and OUT/<experiment>/
-    can be made and written (a probe file is written, synced and deleted) and has room for a shard;
-    else one line, exit 2, and nothing computed."""
-    from rvfx.agents.neural.fused import requested_problem
-    if requested_problem():
-        fail(requested_problem(), 2)
-    from rvfx.experiment import folders
-    from rvfx.experiment.memory import shard_bytes
-    folder = Path(out) / exp.name
-    _not_under_a_file(out, exp)
-    try:
-        folders.inside(out, exp.name)
-        folders.experiment_folder(out, exp.name)
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(bytes(4096))
-                f.flush()
-                os.fsync(f.fileno())
-        finally:
-            os.unlink(probe)
-        free = shutil.disk_usage(folder).free
-    except folders.ForeignFolder as err:
+        return api.run(exp, out, **options)
+    except Refused as err:
+        fail(str(err), err.code)
+    except DaskAddressError as err:
         fail(str(err), 2)
-    except OSError as err:
-        fail(f"--out {out}: cannot write results in {folder}: {os_error(err)}", 2)
-    from rvfx.experiment.checkpoint import key_problem
-    problem = key_problem()
-    if problem:
-        fail(f"checkpoint {problem}", 2)
-    need = max((shard_bytes(r.episodes, r.log) for r in exp.runs), default=0)
-    if free < need:
-        fail(f"--out {out}: {folder} has {free / 2**20:,.1f} MB free, a run's shard needs about "
-              f"{need / 2**20:,.1f} MB", 2)
-
-
-def recorder(exp, out: str, record_dir: str, claims_path: str):
-    """(recorder, recorded): a Recorder that merges the finished runs into the record in RECORD_DIR
-    as they come, and the run ids of `exp` that record holds; a record or registry that cannot be
-    used, or a record another process is writing (its lock, held here until the command ends),
-    ends here, before anything runs."""
-    from rvfx.experiment.folders import Busy
-    from rvfx.report.export import record_lock
-    from rvfx.report.record import Recorder, RecordError, lacking, recorded
-    from rvfx.report.registry import RegistryError, load_registry
-    try:        # held until the command ends: one writer at a time on a record
-        click.get_current_context().with_resource(record_lock(Path(record_dir), exp.name))
-    except Busy as err:
-        fail(f"--record {record_dir}: {err}", 1)
-    try:
-        registry = load_registry(claims_path)
-        ids, strays = recorded(registry, Path(record_dir), exp)
-        recorder = Recorder(registry, Path(out), Path(record_dir), exp)
-    except (RecordError, RegistryError) as err:
-        fail(str(err), 2)
-    except unreadable_tables() as err:
-        fail(f"--record {record_dir}: {err}", 2)
-    if strays:
-        click.echo(f"{Path(record_dir) / exp.name} holds rows of {len(strays)} run id(s) not in this spec "
-                   f"({', '.join(strays)}): they are dropped as the record updates, and the runs it lacks rerun",
-                   err=True)
-    new_tables = lacking(registry, Path(record_dir), exp)
-    if new_tables:
-        click.echo(f"{Path(record_dir) / exp.name} lacks {', '.join(n + '.csv' for n in new_tables)} (kept since it "
-                   f"was recorded): its runs are taken from {Path(out) / exp.name} or rerun", err=True)
-    return recorder, ids
+    except SweepBusy as err:
+        fail(str(err), 1)
+    except Interrupted as err:
+        click.echo(f"{err}; to resume, rerun the same command (finished runs are skipped): "
+                   f"{shlex.join(['rvfx', *sys.argv[1:]])}", err=True)
+        sys.exit(130)
 
 
 def unreadable_tables() -> tuple:
-    """The errors of reading a damaged result table or spec.yaml."""
-    import pandas as pd
-    import yaml
-
-    from rvfx.experiment.results import DamagedTable
-    return pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, yaml.YAMLError, DamagedTable
+    """The errors of reading a damaged result table or spec.yaml (rvfx.experiment.results'; imported here
+    only once one is raised, so that the command line starts without the results module)."""
+    from rvfx.experiment.results import unreadable_tables
+    return unreadable_tables()
 
 
 def experiments_in(results_dir) -> list[str]:

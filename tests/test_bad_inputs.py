@@ -172,7 +172,7 @@ def _out_dev_full(tmp_path):
 def _read_only_out(tmp_path, monkeypatch):
     def read_only(*args, dir=None, **kwargs):
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(Path(dir) / ".probe"))
-    monkeypatch.setattr("rvfx.cli_support.tempfile.mkstemp", read_only)
+    monkeypatch.setattr("rvfx.experiment.preflight.tempfile.mkstemp", read_only)
     return ["run", tmp_path / "tiny.yaml", "--set", "seeds=3", "--out", tmp_path / "out"], 2, \
         [f"{tmp_path / 'out' / 'tiny'}", "Read-only file system"]
 
@@ -180,13 +180,13 @@ def _read_only_out(tmp_path, monkeypatch):
 def _full_disk_at_probe(tmp_path, monkeypatch):
     def full(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr("rvfx.cli_support.os.fsync", full)
+    monkeypatch.setattr("rvfx.experiment.preflight.os.fsync", full)
     return ["run", tmp_path / "tiny.yaml", "--set", "seeds=3", "--out", tmp_path / "out"], 2, \
         [f"--out {tmp_path / 'out'}: cannot write results in {tmp_path / 'out' / 'tiny'}", "No space left on device"]
 
 
 def _no_room_for_a_shard(tmp_path, monkeypatch):
-    monkeypatch.setattr("rvfx.cli_support.shutil.disk_usage", lambda path: SimpleNamespace(free=1000))
+    monkeypatch.setattr("rvfx.experiment.preflight.shutil.disk_usage", lambda path: SimpleNamespace(free=1000))
     return ["run", tmp_path / "tiny.yaml", "--set", "seeds=3", "--out", tmp_path / "out"], 2, \
         [f"{tmp_path / 'out' / 'tiny'} has 0.0 MB free, a run's shard needs about"]
 

@@ -91,3 +91,9 @@ def lock(path: Path, holder: str, busy: str):
         f.write(holder + "\n")
         f.flush()
         yield
+
+
+def os_error(err: OSError) -> str:
+    """'path: reason' of an OS error (both paths of a failed rename), for a one-line message."""
+    names = " -> ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
+    return f"{names}: {err.strerror}" if names and err.strerror else str(err)

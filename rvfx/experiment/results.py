@@ -51,6 +51,12 @@ def identity_columns(run) -> dict:
 NAME_COLUMNS = ("experiment", "run_id", "agent", "algorithm", "env")
 
 
+def unreadable_tables() -> tuple:
+    """The errors of reading a damaged result table or spec.yaml."""
+    import yaml
+    return pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, yaml.YAMLError, DamagedTable
+
+
 def read_table(source) -> pd.DataFrame:
     """A CSV table rvfx wrote (a path or a file), its name columns read as text: a run id such as
     218625e581543133 or 0640187978612345 would otherwise be read as a number (inf, or without its
@@ -82,22 +88,19 @@ def shard_problem(out, run) -> str | None:
     return verified_shard(out, run)[0]
 
 
-def verified_shard(out, run) -> tuple[str | None, dict, dict[str, bytes]]:
+def verified_shard(out, run, check: bool = True) -> tuple[str | None, dict, dict[str, bytes]]:
     """(problem, manifest, files): shard_problem's answer, and when it is None the manifest and the
-    bytes of each file it lists, read once: checked, then parsed from these very bytes. (Plain
-    os.path strings: collect asks this of thousands of shards.)"""
+    bytes of each file it lists, read once: checked, then parsed from these very bytes. Without
+    `check` (a shard this command has verified already) the files are read but not checked again.
+    (Plain os.path strings: collect asks this of thousands of shards.)"""
     d = os.path.join(out, run.experiment, "shards", run.run_id)
     try:
         with open(os.path.join(d, MANIFEST), "rb") as f:
             manifest = json.loads(f.read().decode("utf-8"))
         files = manifest["files"]
-        if manifest["format"] != SHARD_FORMAT:
-            return f"shard format {manifest['format']!r}, this rvfx writes {SHARD_FORMAT}", {}, {}
-        if manifest["run_id"] != run.run_id:
-            return f"{MANIFEST} names run {manifest['run_id']!r}", {}, {}
-        if manifest["settings"] != run.settings and manifest["settings"] != json.loads(json.dumps(run.settings)):
-            return "made under other settings (a default changed): " + _settings_diff(manifest["settings"],
-                                                                                       run.settings), {}, {}
+        problem = _manifest_problem(manifest, run) if check else None
+        if problem is not None:
+            return problem, {}, {}
     except (FileNotFoundError, NotADirectoryError):
         if not os.path.isdir(d):
             return "missing", {}, {}
@@ -113,9 +116,20 @@ def verified_shard(out, run) -> tuple[str | None, dict, dict[str, bytes]]:
                 data[name] = f.read()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return f"{name} missing", {}, {}
-        if hashlib.sha256(data[name]).hexdigest() != meta.get("sha256"):
+        if check and hashlib.sha256(data[name]).hexdigest() != meta.get("sha256"):
             return f"{name}: checksum differs from {MANIFEST} (damaged or edited)", {}, {}
     return None, manifest, data
+
+
+def _manifest_problem(manifest: dict, run) -> str | None:
+    """Why a shard's manifest is not the run's (another format, run or settings), or None."""
+    if manifest["format"] != SHARD_FORMAT:
+        return f"shard format {manifest['format']!r}, this rvfx writes {SHARD_FORMAT}"
+    if manifest["run_id"] != run.run_id:
+        return f"{MANIFEST} names run {manifest['run_id']!r}"
+    if manifest["settings"] != run.settings and manifest["settings"] != json.loads(json.dumps(run.settings)):
+        return "made under other settings (a default changed): " + _settings_diff(manifest["settings"], run.settings)
+    return None
 
 
 def _settings_diff(old: dict, new: dict) -> str:
@@ -236,18 +250,21 @@ def failure_row(out, run, problem: str) -> dict:
     return {**identity_columns(run), "status": status, "detail": detail}
 
 
-def shard_tables(out, runs) -> tuple[dict[str, pd.DataFrame], dict, list[dict]]:
+def shard_tables(out, runs, verified: set | None = None) -> tuple[dict[str, pd.DataFrame], dict, list[dict]]:
     """(tables, made_by, failures): the verified shards of `runs` concatenated per table (summary.csv
     as runs) in their order, what made each (commit, BLAS kernels), and a failure_row per other run.
-    Each shard file is read once; runs whose CSV header is the same are parsed together, as one
-    CSV, which gives the frame pd.concat of each one parsed alone gives, ~10x faster."""
+    The shards of the runs in `verified` (run ids this command has verified) are read without checking
+    them again; each other one found sound is added to it. Each shard file is read once; runs whose CSV
+    header is the same are parsed together, as one CSV, which gives the frame pd.concat of each one
+    parsed alone gives, ~10x faster."""
     chunks: dict[str, list] = {"episodes": [], "runs": [], "timing": []}
-    failures, made_by = [], {}
+    failures, made_by, verified = [], {}, set() if verified is None else verified
     for run in runs:
-        problem, manifest, files = verified_shard(out, run)
+        problem, manifest, files = verified_shard(out, run, check=run.run_id not in verified)
         if problem is not None:
             failures.append(failure_row(out, run, problem))
             continue
+        verified.add(run.run_id)
         for name in sorted(n for n in files if n.endswith(".csv")):
             header, _, body = files[name].partition(b"\n")
             chunks.setdefault("runs" if name == "summary.csv" else name[:-4], []).append((header, body))
@@ -285,8 +302,9 @@ def not_results(exp_dir: Path) -> str | None:
     return None
 
 
-def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
-    """Concatenate the verified shards of `runs` (in spec order) into the experiment's tables.
+def collect(out, runs, resolved_spec: str | None = None, verified: set | None = None) -> dict[str, Path]:
+    """Concatenate the verified shards of `runs` (in spec order) into the experiment's tables; those
+    of the runs in `verified` (verified by this command already) are not checked again.
 
     Runs without a verified shard are listed in failures.csv (failed, damaged or missing);
     a table no verified shard feeds any more is removed, so nothing stale looks current. A folder
@@ -299,7 +317,7 @@ def collect(out, runs, resolved_spec: str | None = None) -> dict[str, Path]:
     if refused:
         raise folders.ForeignFolder(refused)
     exp_dir = folders.inside(out, runs[0].experiment)
-    tables, made_by, failures = shard_tables(out, runs)
+    tables, made_by, failures = shard_tables(out, runs, verified)
     written, checksums = {}, {}
     for name, df in tables.items():
         written[name] = exp_dir / f"{name}.csv"

@@ -1,8 +1,10 @@
-"""Execute RunSpecs, skipping finished runs (resume): in this process, on a local pool, on any
-concurrent.futures Executor or on Dask (rvfx.experiment.executors), one sweep per experiment folder at a
-time, with a progress bar over episodes and a clean stop on Ctrl-C."""
+"""Execute RunSpecs: find which are finished (`plan_sweep`: each shard verified once) and run the
+others in this process, on a local pool, on any concurrent.futures Executor or on Dask
+(rvfx.experiment.executors), one sweep per experiment folder at a time (`sweep_lock`), with a
+progress bar over episodes and a clean stop on Ctrl-C. rvfx.api.run puts these together."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -32,7 +34,6 @@ from rvfx.experiment.checkpoint import Checkpoint
 from rvfx.experiment.executors import ExecutorPool, LocalPool, Progress, Stopped, dask_pool
 from rvfx.experiment.plugins import load_plugins
 from rvfx.experiment.provenance import blas, blas_info
-from rvfx.experiment.spec import resolved_yaml
 
 LOG_EVERY = 60.0   # seconds between progress lines when stderr is not a terminal (a log)
 POLL = 0.5         # seconds between the driver's looks at running runs
@@ -122,28 +123,33 @@ def run_and_store(run, out: str, progress: Progress | None = None) -> Outcome:
     return Outcome(run.run_id, True)
 
 
-def other_sweep(out, exp, spec_path) -> str | None:
-    """Why the sweep of `exp` (from `spec_path`) must not go into OUT/<experiment>, or None. The
-    folder may hold the sweep of another spec of the same name (its spec.yaml differs): that is
-    refused, since collecting this one would replace the other's runs.csv and spec.yaml, unless
-    this spec holds every run the other one did (runs.csv and failures.csv name them all): then it
-    is that sweep grown, and resuming it loses nothing."""
-    d = results.experiment_dir(out, exp.name)
-    saved = d / "spec.yaml"
-    if not saved.is_file() or saved.read_bytes() == resolved_yaml(exp).encode():
-        return None
-    try:
-        before = set().union(*(results.read_table(d / n)["run_id"] for n in ("runs.csv", "failures.csv")
-                               if (d / n).exists()))
-    except (OSError, ValueError, KeyError) as err:
-        return f"{d} holds the tables of another spec named {exp.name} ({saved}), unreadable ({type(err).__name__}); " \
-               f"use another --out, or move {d} aside"
-    lacks = len(before - {r.run_id for r in exp.runs})
-    if not lacks:
-        return None
-    return (f"{d} holds the sweep of another spec named {exp.name} ({saved}); {spec_path} lacks {lacks} of its "
-            f"{len(before)} runs, so collecting it would replace that sweep's tables: use another --out, "
-            f"or move {d} aside")
+@dataclass
+class Plan:
+    """What a sweep finds before it runs: each run's problem (None for a finished run, whose shard
+    verifies; "missing" or why its shard cannot be used), the runs recorded elsewhere (`--record`,
+    not looked at), and the episode each resumable run's checkpoint holds. `verified` names the runs
+    whose shards this command has verified: collect and a record read those without checking them
+    again, and add each one they check."""
+    problems: dict[str, str | None]
+    recorded: set
+    resumable: dict[str, int]
+    pending: list
+    verified: set
+    notes: list = dataclasses.field(default_factory=list)      # what the command says before the counts
+
+    @property
+    def done(self) -> int:
+        """Runs whose shard verified before the sweep."""
+        return sum(problem is None for problem in self.problems.values())
+
+
+def plan_sweep(out: str, runs, recorded: set = frozenset(), notes: list = ()) -> Plan:
+    """The Plan of `runs` in `out`: every shard verified once, the runs in `recorded` left out."""
+    from rvfx.experiment.checkpoint import resumable
+    problems = {r.run_id: results.shard_problem(out, r) for r in runs if r.run_id not in recorded}
+    pending = [r for r in runs if problems.get(r.run_id) is not None]
+    return Plan(problems, set(recorded), resumable(out, pending), pending,
+                {run_id for run_id, problem in problems.items() if problem is None}, list(notes))
 
 
 class SweepBusy(Exception):
@@ -223,26 +229,24 @@ class _InProcess:
 
 def run_sweep(runs, out: str, jobs: int = 1, executor: Executor | None = None,
               dask: str | None = None, on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
-    """Run the unfinished runs of one experiment while holding its lock (SweepBusy if another
-    sweep has it): in this process when `jobs` is 1, else on a pool of `jobs` workers but never
-    more than there are runs to do, on `executor` (any concurrent.futures.Executor), or on a
-    Dask cluster (`dask`: local:N or tcp://HOST:PORT); `on_outcome` hears each run's Outcome as
-    it comes. Ctrl-C cancels the runs not started, stops those running at their next episode and
-    raises Interrupted; finished shards stay."""
-    outcomes, pending = [], []
+    """Run `runs` (the unfinished runs of one experiment: `plan_sweep`'s pending; the caller holds its
+    `sweep_lock`) seed by seed: in this process when `jobs` is 1, else on a pool of `jobs` workers but
+    never more than there are runs, on `executor` (any concurrent.futures.Executor), or on a Dask
+    cluster (`dask`: local:N or tcp://HOST:PORT); `on_outcome` hears each run's Outcome as it comes.
+    Ctrl-C cancels the runs not started, stops those running at their next episode and raises
+    Interrupted; finished shards stay."""
+    outcomes = []
     if not runs:
         return outcomes
+    # seed by seed (spec order within a seed): an interrupted sweep has seen every cell first
+    pending = sorted(runs, key=lambda r: r.seed)
     try:
-        with sweep_lock(out, runs[0].experiment):
-            # seed by seed (spec order within a seed): an interrupted sweep has seen every cell first
-            pending = sorted((r for r in runs if not results.is_done(out, r)), key=lambda r: r.seed)
-            if pending:
-                _clean_strays(out, runs[0].experiment)
-                _run_pending(pending, out, outcomes, jobs, executor, dask, on_outcome)
+        _clean_strays(out, pending[0].experiment)
+        _run_pending(pending, out, outcomes, jobs, executor, dask, on_outcome)
     except KeyboardInterrupt:
-        kept = sum(results.is_done(out, r) for r in pending)   # some may have finished unreported
-        raise Interrupted(f"interrupted: {kept} of {len(pending)} run(s) finished and kept"
-                          if pending else "interrupted before any run started") from None
+        heard = {o.run_id for o in outcomes}             # the others may have finished unreported
+        kept = sum(o.ok for o in outcomes) + sum(results.is_done(out, r) for r in pending if r.run_id not in heard)
+        raise Interrupted(f"interrupted: {kept} of {len(pending)} run(s) finished and kept") from None
     return outcomes
 
 

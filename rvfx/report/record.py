@@ -21,12 +21,10 @@ from rvfx.experiment.results import (
     DamagedTable,
     experiment_dir,
     failure_row,
-    is_done,
     load_table,
     provenance_text,
     read_checksums,
     read_table,
-    shard_problem,
     shard_tables,
 )
 from rvfx.experiment.spec import resolved_yaml
@@ -180,12 +178,13 @@ class Recorder:
     killed outright loses from the record the runs finished since the last merge (their shards
     stay in the results folder); Ctrl-C and the sweep's end merge all (`merge`, `finish`)."""
 
-    def __init__(self, registry: dict, results: Path, record: Path, exp):
+    def __init__(self, registry: dict, results: Path, record: Path, exp, plan):
         self.registry, self.results, self.record, self.exp = registry, Path(results), Path(record), exp
         self.names = sorted(kept_tables(registry).get(exp.name, {"runs"}))
         self.old = _recorded_tables(record, exp.name, self.names) if _complete(registry, record, exp) else {}
         held = set(self.old["runs"]["run_id"]) if self.old else set()
-        self.pending = [r for r in exp.runs if r.run_id not in held and is_done(results, r)]
+        self.plan = plan             # the sweep's Plan: which shards verified, each other run's problem
+        self.pending = [r for r in exp.runs if r.run_id not in held and r.run_id in plan.verified]
         self.runs, self.due = {r.run_id: r for r in exp.runs}, 0.0
 
     def heard(self, outcome) -> None:
@@ -205,7 +204,7 @@ class Recorder:
         if not new:                                   # no shard verifies any more: nothing to merge
             return
         ids = set(new["runs"]["run_id"]) | (set(self.old["runs"]["run_id"]) if self.old else set())
-        failures = [failure_row(self.results, r, shard_problem(self.results, r)) for r in self.exp.runs
+        failures = [failure_row(self.results, r, self.plan.problems.get(r.run_id, "missing")) for r in self.exp.runs
                     if r.run_id not in ids]
         self.old = _write_merged(self.record, self.exp, self.names, self.old, new, made_by,
                                  pd.DataFrame(failures) if failures else None)
@@ -214,7 +213,7 @@ class Recorder:
     def _tables(self, runs) -> tuple[dict[str, pd.DataFrame], dict]:
         """The kept tables of `runs` alone, as experiment_table reads (or derives) them from a results
         folder holding those runs only, and what made each run."""
-        tables, made_by, _ = shard_tables(self.results, runs)
+        tables, made_by, _ = shard_tables(self.results, runs, self.plan.verified)
         if "runs" not in tables:
             return {}, {}
         with tempfile.TemporaryDirectory() as tmp:
