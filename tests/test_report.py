@@ -225,7 +225,7 @@ def test_missing_and_partial_results_are_inconclusive_and_named(tmp_path):
              "statistic": {"kind": "fraction", "criterion": "learnt"}, "rule": {"kind": "most"}}
     out = evaluate_claim(claim, RULES, tmp_path)
     assert out.verdict == "inconclusive" and out.problem.startswith("missing")
-    assert "nowhere" in out.problem and "rvfx run configs/nowhere.yaml" in out.problem
+    assert "nowhere" in out.problem and "rvfx run nowhere" in out.problem
     judge(tmp_path, learnt(20, 20), claim["statistic"], claim["rule"])
     pd.DataFrame([{"run_id": "x", "status": "failed"}, {"run_id": "y", "status": "missing"}]).to_csv(
         tmp_path / "exp" / "failures.csv", index=False)
@@ -352,7 +352,7 @@ def test_report_of_a_tiny_run_writes_both_files_and_exits_0(tiny_report):
     section = md.split("### fig5_rlsvi_slope")[1].split("###")[0]
     assert "slope of log median learning time on log env.size" in section and "missing" not in section
     assert "missing:" in md.split("### fig6_linear_rlsvi_learns")[1].split("###")[0]
-    assert "rvfx run configs/deepsea_linear.yaml" in md
+    assert "rvfx run deepsea_linear" in md
 
 
 def test_report_and_validate_load_no_plotting_library(tiny):

@@ -377,7 +377,7 @@ def read_checksums(folder: Path) -> dict:
 def load_table(results: str | Path, experiment: str, name: str) -> pd.DataFrame:
     path = experiment_dir(results, experiment) / f"{name}.csv"
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found: run `rvfx run configs/{experiment}.yaml` first")
+        raise FileNotFoundError(f"{path} not found: run `rvfx run {experiment}` (or your spec of it) first")
     record = path.parent / TABLES
     expected = read_checksums(path.parent).get(path.name)
     data = path.read_bytes()                     # read once: checked, then parsed

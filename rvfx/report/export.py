@@ -197,7 +197,7 @@ def _export(results: Path, out: Path, present: dict[str, set]) -> list[Path]:
                                     f"restore it (git checkout) or move {dst} aside; nothing exported") from None
             if lost:
                 raise RegistryError(f"{dst} records {len(lost)} run(s) of this spec that {src} lacks; nothing "
-                                    f"exported (update a record with `rvfx run configs/{exp}.yaml --record {out}`)")
+                                    f"exported (update a record with `rvfx run {exp} --record {out}`)")
     written = []
     for exp in present:
         src, dst = experiment_dir(results, exp), experiment_dir(out, exp)

@@ -306,7 +306,7 @@ def scale_banner(scale: str, modified: list = (), outcomes: list = ()) -> tuple[
     its title, one whose modified folders no claim reads (a sweep still growing) in its first line."""
     if scale == "ci":
         return "CI scale", ("CI scale: a smoke test of the pipeline, not the paper's results (those are the "
-                            "paper-scale report, figures/paper/report.md).")
+                            "paper-scale report in rvfx's repository, figures/paper/report.md).")
     read = [mod for mod in modified if readers_of(mod, outcomes)]
     if scale == "paper" and read:
         return "paper scale, with modified runs", (
