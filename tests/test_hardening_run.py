@@ -55,52 +55,49 @@ def test_a_dask_scheduler_with_no_workers_is_named_within_seconds(tmp_path):
 NO_SPACE = (28, "No space left on device")
 
 
-def test_a_full_disk_while_a_shard_is_written_names_the_file(tmp_path, monkeypatch):
-    """The OS names no file in [Errno 28] (a write, a flush, a close): the line names the one being
-    written, here a shard's manifest or its episodes.csv."""
-    import pathlib
+class _Full:
+    """A file whose every write fails as a full disk's does: [Errno 28], no file named."""
 
-    import pandas as pd
-    real_text, real_csv = pathlib.Path.write_text, pd.DataFrame.to_csv
+    def __init__(self, f):
+        self.f = f
 
-    def write_text(self, *args, **kwargs):
-        if self.name == "manifest.json":
-            raise OSError(*NO_SPACE)
-        return real_text(self, *args, **kwargs)
+    def __enter__(self):
+        return self
 
-    def to_csv(self, path=None, *args, **kwargs):
-        if path is not None and pathlib.Path(str(path)).name == "episodes.csv" and "second" in str(path):
-            raise OSError(*NO_SPACE)
-        return real_csv(self, path, *args, **kwargs)
-    monkeypatch.setattr(pathlib.Path, "write_text", write_text)
-    monkeypatch.setattr(pd.DataFrame, "to_csv", to_csv)
-    for out, name in (("first", "manifest.json"), ("second", "episodes.csv")):
-        result = invoke("run", *SPEC, "--out", tmp_path / out)
-        assert result.exit_code == 1
-        last = result.output.splitlines()[-1]
-        assert last.startswith(f"error: {tmp_path / out / 'deepsea_tabular' / 'shards'}/") and \
-            last.endswith(f"/{name}: No space left on device"), last
+    def __exit__(self, *exc):
+        self.f.close()
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def write(self, data):
+        raise OSError(*NO_SPACE)
+
+
+@pytest.mark.parametrize("name", ["episodes.csv", "manifest.json"])
+def test_a_full_disk_while_a_shard_is_written_names_the_file(tmp_path, monkeypatch, name):
+    """Whichever writer opens a shard's file, the line names it (the OS names none in [Errno 28])."""
+    import builtins
+    import io
+    real = io.open
+
+    def full_open(file, mode="r", *args, **kwargs):
+        f = real(file, mode, *args, **kwargs)
+        return _Full(f) if set(mode) & set("wax") and str(file).endswith(f"/{name}") else f
+    monkeypatch.setattr(builtins, "open", full_open)
+    monkeypatch.setattr(io, "open", full_open)
+    result = invoke("run", *SPEC, "--out", tmp_path / "out")
+    assert result.exit_code == 1
+    last = result.output.splitlines()[-1]
+    assert last.startswith(f"error: {tmp_path / 'out' / 'deepsea_tabular' / 'shards'}/") and \
+        last.endswith(f"/{name}: No space left on device"), last
 
 
 def test_a_full_disk_while_the_report_is_written_names_the_file(tmp_path, monkeypatch):
     import os
     assert invoke("run", *SPEC, "--out", tmp_path / "results").exit_code == 0
     real = os.fdopen
-
-    class Full:
-        """A file whose every write fails as a full disk's does."""
-        def __init__(self, f):
-            self.f = f
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.f.close()
-
-        def write(self, data):
-            raise OSError(*NO_SPACE)
-    monkeypatch.setattr(os, "fdopen", lambda fd, *args, **kwargs: Full(real(fd, *args, **kwargs)))
+    monkeypatch.setattr(os, "fdopen", lambda fd, *args, **kwargs: _Full(real(fd, *args, **kwargs)))
     result = invoke("report", "--results", tmp_path / "results", "--out", tmp_path / "out")
     assert result.exit_code == 1
     assert result.output.splitlines()[-1] == f"error: {tmp_path / 'out' / 'report.md'}: No space left on device"
