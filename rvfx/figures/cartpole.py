@@ -110,7 +110,7 @@ def learning_curves(results, experiment: str, title: str, name: str, out):
     curves = load_or_derive(results, experiment, "return_curves", return_curves)
     runs = load_or_derive(results, experiment, "cartpole_runs", cartpole_runs)
     window = smooth_window(int(runs["episodes"].max()))
-    fig, (ax, ax_runs, ax2) = plt.subplots(1, 3, figsize=(17, 4.4))
+    fig, (ax, ax_runs, ax2) = plt.subplots(3, 1, figsize=(8, 12.5))     # stacked: legible at a page's width
     for i, (label, r) in enumerate(_groups(results, experiment, runs)):
         g, n = curves[curves["run_id"].isin(r["run_id"])], len(r)
         band(ax, g, "episode", "return", f"{label} ({n} seeds)", color=f"C{i}")
@@ -134,8 +134,8 @@ def learning_curves(results, experiment: str, title: str, name: str, out):
     ax2.set_ylim(-0.03, 1.03)
     ax2.set_title("seeds that have reached the upright reward (upright steps > 0)")
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=3, frameon=False)
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=1, frameon=False)
     table = pd.DataFrame(summary_rows(results, experiment, runs))
     return save(fig, out, name) + write_table(table, out, f"{name}_summary")
 
