@@ -148,7 +148,8 @@ def test_every_condition_of_the_committed_claims_selects_the_rows_pandas_would()
         "env.size": rng.choice([5, 10, 20], n), "agent.M": rng.choice([5, 10, 20, 40, 80], n),
         "agent.psi": rng.choice([0.0, 1e-6, 1e-3, 0.1], n), "agent.lam": rng.choice([0.01, 1, 100, 1e4], n),
         "agent.v": rng.choice([1e-3, 0.01, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0], n),
-        "agent.K": rng.choice([1, 5, 10, 20, 40], n)})
+        "agent.K": rng.choice([1, 5, 10, 20, 40], n),
+        "final_cum_regret": rng.choice([10.0, 98.0, 99.5], n), "episodes_run": 100})
     assert len(texts) >= 25
     for text in sorted(texts):
         expected = df.query(text) if text != "learnt" else df[df.eval(text).eq(True)]
@@ -225,7 +226,8 @@ def test_a_malformed_claim_is_named_with_its_line(tmp_path):
     result = _report(tmp_path, claims)
     assert result.exit_code == 2
     assert result.output.strip() == (f"error: {claims}:{line}: claim fig5_rlsvi_slope.rule.kind: rule.kind must be one "
-                                     f"of about, nearest, below, at_most, inequality, sign, order, best_in, most, few")
+                                     f"of about, nearest, below, at_most, at_least, inequality, sign, order, best_in, "
+                                     f"most, few")
     claims, line = _claims_with(tmp_path, "  - id: fig5_rlsvi_slope\n",
                                 "  - id: fig5_rlsvi_slope\n    verdict: holds\n")
     result = _report(tmp_path, claims)
