@@ -127,7 +127,8 @@ def test_two_concurrent_record_sweeps_end_as_the_two_applied_in_turn(tiny_spec, 
     for out in ("r1", "r2"):
         assert invoke("run", tiny_spec, "--out", tmp_path / out, *sets, "--record", ref).exit_code == 0
     record = tmp_path / "R"
-    cmd = [sys.executable, "-c", "from rvfx.cli import main; main()", "run", str(tiny_spec), *sets, "--record", str(record)]
+    cmd = [sys.executable, "-c", "from rvfx.cli import main; main()", "run", str(tiny_spec), *sets,
+           "--record", str(record)]
     procs = [subprocess.Popen([*cmd, "--out", str(tmp_path / out)], stdout=subprocess.DEVNULL,
                               stderr=open(tmp_path / f"{out}.err", "w")) for out in ("c1", "c2")]
     ends = [(p.wait(timeout=300), (tmp_path / f"{out}.err").read_text()) for p, out in zip(procs, ("c1", "c2"))]
