@@ -1,8 +1,9 @@
-"""The runner's own costs, beside the runs: `--record` (a sweep of 400 runs with and without it),
-collect (4,000 finished runs, against parsing each shard file alone, the way collect once did) and
-a dry run of 20,000 runs (run ids computed once per run, against the asdict identity once used).
-Every time is measured in this run, on this machine, through the CLI where there is one.
-Run: `.venv/bin/python benchmarks/bench_runner.py` (a few minutes: it makes 4,400 runs).
+"""The runner's own costs, beside the runs: `rvfx run` of 1,000 ten-episode runs against the seconds
+their own timing.csv records, `--record` (a sweep of 400 runs with and without it), collect (4,000
+finished runs, against parsing each shard file alone, the way collect once did) and a dry run of
+20,000 runs (run ids computed once per run, against the asdict identity once used). Every time is
+measured in this run, on this machine, through the CLI where there is one.
+Run: `.venv/bin/python benchmarks/bench_runner.py` (a few minutes: it makes 5,400 runs).
 """
 import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in the runs)
 
@@ -16,11 +17,9 @@ from pathlib import Path
 import pandas as pd
 from click.testing import CliRunner
 
-from rvfx.agents import AGENTS
 from rvfx.cli import main as rvfx_cli
-from rvfx.envs import ENVS
 from rvfx.experiment import results
-from rvfx.experiment.spec import RunSpec, as_recorded, load_spec
+from rvfx.experiment.spec import RunSpec, load_spec, record_params
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 RECORD_SETS = ("--set", "seeds=20", "--set", "episodes=100", "--set", "grid={env.size: [3, 4, 5, 6, 7]}")  # 400
@@ -55,14 +54,26 @@ def naive_tables(out, runs) -> dict[str, pd.DataFrame]:
 
 
 def naive_run_id(run: RunSpec) -> str:
-    """Baseline only: the run id through dataclasses.asdict, as computed before (every time asked)."""
-    d = dataclasses.asdict(run)
-    d.pop("swept")
-    d.pop("settings")
-    d.pop("plugins", None)
-    d["agent_params"] = as_recorded(AGENTS[run.algorithm].params, d["agent_params"])
-    d["env_params"] = as_recorded(ENVS[run.env][1], d["env_params"])
+    """Baseline only: the run id recomputed every time it is asked, through dataclasses.asdict."""
+    d = {k: v for k, v in dataclasses.asdict(run).items() if k not in ("swept", "plugins", "recorded")}
+    d["agent_params"], d["env_params"] = record_params(run.agent_params, run.env_params).identity.values()
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def runner_ratio(tmp: Path) -> None:
+    """1,000 ten-episode runs (deep sea N = 4, learn_grlsvi: ~2 ms each) through `rvfx run`: the command's
+    wall time against the sum of the seconds their timing.csv records, both measured here. The rest
+    is the runner's: each run's shard (a folder and four files), the plan and collect, BLAS's check. In
+    the temporary folder, then in memory (/dev/shm, where there is one) to tell the disk's part."""
+    folders = [("temp folder", tmp)] + ([("in memory", Path("/dev/shm"))] if Path("/dev/shm").is_dir() else [])
+    spec = tmp / "ratio.yaml"
+    spec.write_text(TINY.format(name="ratio", sizes="4", seeds=1000))
+    for where, root in folders:
+        with tempfile.TemporaryDirectory(dir=root) as out:
+            took, _ = cli("run", spec, "--out", out)
+            timed = pd.read_csv(Path(out) / "ratio" / "timing.csv")["seconds"].sum()
+        print(f"rvfx run, 1,000 ten-episode runs ({where}): {took:.2f} s, their timing.csv {timed:.2f} s, ratio "
+              f"{took / timed:.2f} (target <= 1.3); the runner's {1e3 * (took - timed) / 1000:.2f} ms per run")
 
 
 def record(tmp: Path) -> None:
@@ -115,8 +126,9 @@ def dry_run(tmp: Path) -> None:
 
 
 def main():
-    print("== the runner (record, collect, dry run) ==")
+    print("== the runner (1,000 short runs, record, collect, dry run) ==")
     with tempfile.TemporaryDirectory() as tmp:
+        runner_ratio(Path(tmp))
         record(Path(tmp))
         collect(Path(tmp))
         dry_run(Path(tmp))

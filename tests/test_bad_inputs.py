@@ -301,9 +301,9 @@ def test_bad_file_or_output_one_line_naming_the_path(earlier, tmp_path, monkeypa
 def test_disk_full_during_a_run_names_the_file_and_keeps_earlier_results(earlier, tmp_path, monkeypatch):
     """A fault after runs started (here the first new shard's write) ends in one error line, exit 1;
     the half-written shard is removed and the earlier shards and tables are untouched."""
-    def full(df, path):
+    def full(table, path):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-    monkeypatch.setattr(results, "_to_csv", full)
+    monkeypatch.setattr(results, "_write_table", full)
     before = snapshot(earlier)
     result = cli("run", tmp_path / "tiny.yaml", "--set", "seeds=3", "--out", earlier)
     assert result.exit_code == 1 and "Traceback" not in result.output

@@ -160,6 +160,8 @@ class Checkpoint:
     def data_files(self) -> list[Path]:
         """The run's data files present (an older one whose description was not yet replaced, a
         newer one whose description never came), oldest first."""
+        if not os.path.isdir(self.folder):      # most runs never checkpoint: no pattern to compile
+            return []
         found = self.folder.glob(f"{self.run_id}.*.npz")
         return sorted((p for p in found if p.name.split(".")[1].isdigit()), key=lambda p: int(p.name.split(".")[1]))
 

@@ -32,6 +32,7 @@ import pandas as pd
 from rvfx.envs import ENVS
 from rvfx.experiment import folders
 from rvfx.experiment.provenance import blas_kernels, code_version, environment
+from rvfx.experiment.rows_csv import rows_csv
 from rvfx.experiment.spec import as_current
 
 MANIFEST = "manifest.json"
@@ -155,9 +156,17 @@ def naming(path: Path):
         raise OSError(err.errno, err.strerror or str(err), str(path)) from err
 
 
-def _to_csv(df: pd.DataFrame, path: Path) -> None:
-    with naming(path):
-        df.to_csv(path, index=False, lineterminator="\n")
+def _write_table(table: list[dict] | pd.DataFrame, path: Path) -> dict:
+    """Write a shard's table (its rows, or a frame) as CSV at `path`, the bytes pandas writes
+    (rows_csv, or pandas itself); its manifest entry: rows below the header (no quoted newlines in
+    rvfx tables) and sha256."""
+    text = rows_csv(table) if isinstance(table, list) else None
+    if text is None:
+        text = (pd.DataFrame(table) if isinstance(table, list) else table).to_csv(index=False, lineterminator="\n")
+    data = text.encode("utf-8")
+    with naming(path), open(path, "wb") as f:
+        f.write(data)
+    return {"rows": data.count(b"\n") - 1, "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def _umask() -> int:
@@ -199,12 +208,11 @@ def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
     try:
         os.chmod(tmp, DIR_MODE)         # a group-shared --out (umask 002) stays readable to the group
         ident = identity_columns(run)
-        _to_csv(pd.DataFrame([{**ident, **row} for row in episodes]), tmp / "episodes.csv")
-        _to_csv(pd.DataFrame([{**ident, **summary}]), tmp / "summary.csv")
-        _to_csv(pd.DataFrame([{"run_id": run.run_id, "seconds": round(seconds, 3)}]), tmp / "timing.csv")
+        tables = {"episodes.csv": [{**ident, **row} for row in episodes], "summary.csv": [{**ident, **summary}],
+                  "timing.csv": [{"run_id": run.run_id, "seconds": round(seconds, 3)}]}
         for name, table in (extra or {}).items():
-            _to_csv(table.assign(**ident)[list(ident) + list(table.columns)], tmp / f"{name}.csv")
-        files = {p.name: {"rows": _data_rows(p), "sha256": sha256(p)} for p in sorted(tmp.glob("*.csv"))}
+            tables[f"{name}.csv"] = table.assign(**ident)[list(ident) + list(table.columns)]
+        files = {name: _write_table(tables[name], tmp / name) for name in sorted(tables)}
         manifest = {"format": SHARD_FORMAT, "run_id": run.run_id, "settings": run.settings,
                     "code": code_version(), "blas": blas_kernels(), "files": files}
         with naming(tmp / MANIFEST):
@@ -215,12 +223,6 @@ def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
         raise
     failed = experiment_dir(out, run.experiment) / "failed" / f"{run.run_id}.txt"
     failed.unlink(missing_ok=True)
-
-
-def _data_rows(path: Path) -> int:
-    """Rows below the header of a CSV written by `_to_csv` (no quoted newlines in rvfx tables)."""
-    with open(path, "rb") as f:
-        return sum(1 for _ in f) - 1
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:

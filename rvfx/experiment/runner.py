@@ -182,17 +182,17 @@ class SweepProgress:
     def __init__(self, name: str, pending):
         self.name, self.episodes = name, {r.run_id: r.episodes for r in pending}
         self.total = sum(self.episodes.values())
-        self.done, self.running, self.n = set(), {}, 0
+        self.done, self.running, self.n, self.finished = set(), {}, 0, 0     # finished: the done runs' episodes
         self.start = self.logged = time.monotonic()
         self.bar = tqdm(total=self.total, desc=name, unit="ep", mininterval=0.5) if sys.stderr.isatty() else None
 
     def update(self, running: dict[str, int] | None = None, finished: str | None = None) -> None:
-        self.running.update(running or {})
-        if finished is not None:
+        self.running.update((r, e) for r, e in (running or {}).items() if r not in self.done)
+        if finished is not None and finished not in self.done:
             self.done.add(finished)
-        n = sum(self.episodes[r] for r in self.done) + sum(
-            e for r, e in self.running.items() if r not in self.done)
-        n = min(max(n, self.n), self.total)     # a retried run may report from 0 again
+            self.finished += self.episodes[finished]
+            self.running.pop(finished, None)
+        n = min(max(self.finished + sum(self.running.values()), self.n), self.total)  # a retry may report from 0
         runs = f"{len(self.done)}/{len(self.episodes)} runs"
         if self.bar is not None:
             self.bar.set_postfix_str(runs, refresh=False)
