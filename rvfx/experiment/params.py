@@ -65,57 +65,83 @@ def _check_bounds(value: float, meta: dict, fail, shown: str = "") -> None:
 
 
 def _check_value(name: str, typ, value, meta: dict, path: str):
+    """`value` checked against the field `name`'s type and its metadata (SpecError at `path`), as the
+    field holds it (a float for an int given to a float field)."""
     def fail(msg):
         raise SpecError(path, msg)
 
-    origin = typing.get_origin(typ)
-    if typ is bool:
-        if not isinstance(value, bool):
-            fail(f"expected true or false, got {value!r}")
-        return value
-    if typ is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            fail(f"expected an integer, got {value!r}")
-        if abs(value) >= 2**63:
-            fail(f"too large for a 64-bit integer, got {value!r}")
-    elif typ is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            fail(f"expected a number, got {value!r}")
-        try:
-            value = float(value)
-        except OverflowError:
-            fail(f"too large for a float, got {value!r}")
-    elif typ is str:
-        if not isinstance(value, str):
-            fail(f"expected a string, got {value!r}")
-        return value
-    elif origin is Literal:
-        choices = typing.get_args(typ)
-        if value not in choices:
-            old_names = {old: new for new, old in meta.get("renamed", {}).items()}
-            hint = (f" ({value!r} was renamed {old_names[value]!r})" if value in old_names
-                    else did_you_mean(value, choices) if isinstance(value, str) else "")
-            fail(f"expected one of {', '.join(map(repr, choices))}, got {value!r}{hint}")
-        return value
-    elif typ == Expr:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            fail(f"expected a number or an expression, got {value!r}")
-        if isinstance(value, str):       # syntax and names here; its value in check_expressions
-            try:
-                evaluate(value, {n: 1.0 for n in meta.get("names", ())})
-            except ArithmeticError:
-                pass
-            except ValueError as err:
-                fail(str(err))
-            return value
-        try:
-            float(value)
-        except OverflowError:
-            fail(f"too large for a float, got {value!r}")
-    else:  # pragma: no cover - a declaration error, not a spec error
+    if typing.get_origin(typ) is Literal:
+        return _check_choice(typing.get_args(typ), value, meta, fail)
+    check = _CHECKS.get(typ)
+    if check is None:  # pragma: no cover - a declaration error, not a spec error
         raise TypeError(f"unsupported parameter type {typ!r} for {name}")
+    return check(value, meta, fail)
+
+
+def _check_bool(value, meta: dict, fail):
+    if not isinstance(value, bool):
+        fail(f"expected true or false, got {value!r}")
+    return value
+
+
+def _check_int(value, meta: dict, fail):
+    if isinstance(value, bool) or not isinstance(value, int):
+        fail(f"expected an integer, got {value!r}")
+    if abs(value) >= 2**63:
+        fail(f"too large for a 64-bit integer, got {value!r}")
     _check_bounds(value, meta, fail)
     return value
+
+
+def _check_float(value, meta: dict, fail):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        fail(f"expected a number, got {value!r}")
+    try:
+        value = float(value)
+    except OverflowError:
+        fail(f"too large for a float, got {value!r}")
+    _check_bounds(value, meta, fail)
+    return value
+
+
+def _check_str(value, meta: dict, fail):
+    if not isinstance(value, str):
+        fail(f"expected a string, got {value!r}")
+    return value
+
+
+def _check_choice(choices: tuple, value, meta: dict, fail):
+    """One of a Literal's `choices`; an old name of one (`renamed`) is named as such."""
+    if value not in choices:
+        old_names = {old: new for new, old in meta.get("renamed", {}).items()}
+        hint = (f" ({value!r} was renamed {old_names[value]!r})" if value in old_names
+                else did_you_mean(value, choices) if isinstance(value, str) else "")
+        fail(f"expected one of {', '.join(map(repr, choices))}, got {value!r}{hint}")
+    return value
+
+
+def _check_expr(value, meta: dict, fail):
+    """A number within bounds, or an expression whose syntax and names are checked here (its value,
+    which needs the run's sizes, in check_expressions)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        fail(f"expected a number or an expression, got {value!r}")
+    if isinstance(value, str):
+        try:
+            evaluate(value, {n: 1.0 for n in meta.get("names", ())})
+        except ArithmeticError:
+            pass
+        except ValueError as err:
+            fail(str(err))
+        return value
+    try:
+        float(value)
+    except OverflowError:
+        fail(f"too large for a float, got {value!r}")
+    _check_bounds(value, meta, fail)
+    return value
+
+
+_CHECKS = {bool: _check_bool, int: _check_int, float: _check_float, str: _check_str, Expr: _check_expr}
 
 
 def build(cls, raw: dict, path: str, paths: dict[str, str] | None = None):
