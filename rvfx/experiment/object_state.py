@@ -144,23 +144,21 @@ class Restore:
             return self._list(node, fresh, path)
         if type(node) is not dict or len(node) not in (1, 2):
             raise Mismatch(f"{path}: not a state node")
+        return self._tagged(node, fresh, path)
+
+    def _tagged(self, node: dict, fresh, path: str):
+        """The value of a tagged node: a NumPy scalar or dtype, a tuple, an alias of a value seen before,
+        an array, a dict, a generator or an object."""
         tag = next(iter(node))
         body = node[tag]
         if tag == "@scalar":
             return self._scalar(body, path)
         if tag == "@dtype":
-            dtype = np.dtype(body) if type(body) is str else None
-            if dtype is None or not numeric(dtype):
-                raise Mismatch(f"{path}: not a numeric dtype")
-            return dtype
+            return self._dtype(body, path)
         if tag == "@tuple" and type(body) is list:
-            like = fresh if type(fresh) is tuple and len(fresh) == len(body) else ()
-            return tuple(self.value(n, like[i] if like else MISSING, f"{path}[{i}]") for i, n in enumerate(body))
+            return self._tuple(body, fresh, path)
         if tag == "@alias" and type(body) is int and 0 <= body < len(self.seen):
-            value = self.seen[body]
-            if fresh is not MISSING and fresh is not value and self._is_object(fresh):
-                raise Mismatch(f"{path}: shared in the checkpoint, not in a fresh run")
-            return value
+            return self._alias(body, fresh, path)
         if tag == "@array" and type(body) is int:
             return self._array(body, fresh, path)
         if tag == "@dict" and type(body) is list:
@@ -170,6 +168,24 @@ class Restore:
         if tag == "@object" and type(body) is str and type(node.get("@attrs")) is dict:
             return self._object(body, node["@attrs"], fresh, path)
         raise Mismatch(f"{path}: not a state node")
+
+    @staticmethod
+    def _dtype(body, path: str) -> np.dtype:
+        dtype = np.dtype(body) if type(body) is str else None
+        if dtype is None or not numeric(dtype):
+            raise Mismatch(f"{path}: not a numeric dtype")
+        return dtype
+
+    def _tuple(self, body: list, fresh, path: str) -> tuple:
+        like = fresh if type(fresh) is tuple and len(fresh) == len(body) else ()
+        return tuple(self.value(n, like[i] if like else MISSING, f"{path}[{i}]") for i, n in enumerate(body))
+
+    def _alias(self, index: int, fresh, path: str):
+        """The value seen `index`-th, which a fresh object there must be too."""
+        value = self.seen[index]
+        if fresh is not MISSING and fresh is not value and self._is_object(fresh):
+            raise Mismatch(f"{path}: shared in the checkpoint, not in a fresh run")
+        return value
 
     @staticmethod
     def _is_object(x) -> bool:
