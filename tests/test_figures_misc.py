@@ -240,3 +240,15 @@ def test_a_figure_drawn_from_ci_scale_runs_says_so_and_a_paper_scale_one_does_no
     paper = Path(__file__).resolve().parent.parent / "figures" / "paper"
     FIGURES["deepsea_misspecified"].draw(paper, tmp_path / "g")         # drawn from runs.csv alone
     assert CI_STAMP in drawn[0] and CI_STAMP not in drawn[1]
+
+
+def test_a_markdown_table_keeps_a_pipe_inside_its_cell(tmp_path):
+    """A '|' in a header or a value (|θ̇|) is escaped, so that every row has as many cells as columns."""
+    import re
+
+    import pandas as pd
+
+    from rvfx.figures.common import write_table
+    write_table(pd.DataFrame({"median |θ̇| while up": [0.5], "agent": ["a|b"]}), tmp_path, "t")
+    for line in (tmp_path / "t.md").read_text().splitlines():
+        assert len(re.split(r"(?<!\\)\|", line)) - 2 == 2, line

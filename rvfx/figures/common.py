@@ -46,14 +46,19 @@ def save(fig, out: Path, name: str) -> list[Path]:
     return paths
 
 
+def _cell(value) -> str:
+    """A Markdown table cell: a '|' in it (e.g. |θ̇|) escaped, so that it does not split the cell."""
+    return str(value).replace("|", "\\|")
+
+
 def write_table(df: pd.DataFrame, out: Path, name: str) -> list[Path]:
     """The same small table as CSV and as Markdown (for the README)."""
     out.mkdir(parents=True, exist_ok=True)
     csv, md = out / f"{name}.csv", out / f"{name}.md"
     write_atomic_text(csv, df.to_csv(index=False, lineterminator="\n"))
-    cols = list(df.columns)
+    cols = [_cell(c) for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
     write_atomic_text(md, "\n".join(lines) + "\n")
     return [csv, md]
 
