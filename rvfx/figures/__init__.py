@@ -8,9 +8,17 @@ named by its id (`<id>.png`, `<id>_<table>.csv`).
 from __future__ import annotations
 
 import importlib
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a figure's files go (`folder`) and the banner drawn on its face (`stamp`; "" for none): a
+    figure's function hands it to rvfx.figures.common's save and write_table, which accept a plain
+    folder too."""
+    folder: Path
+    stamp: str = ""
 
 
 @dataclass(frozen=True)
@@ -18,16 +26,14 @@ class Figure:
     id: str
     experiments: tuple
     module: str             # the module (e.g. rvfx.figures.deepsea_tabular) that holds ...
-    function: str           # ... draw(results_dir: Path, out_dir: Path) -> list[Path] by this name
+    function: str           # ... draw(results_dir: Path, out: Output) -> list[Path] by this name
     caption: str
 
     def draw(self, results: Path, out: Path) -> list[Path]:
-        """Draw from the tables under `results`; a figure drawn from CI-scale runs says so on its face."""
-        token = STAMP.set(CI_STAMP if "ci" in self.scales(results) else "")
-        try:
-            return getattr(importlib.import_module(self.module), self.function)(results, out)
-        finally:
-            STAMP.reset(token)
+        """Draw from the tables under `results` into `out`; a figure drawn from CI-scale runs says so on
+        its face (CI_STAMP)."""
+        stamp = CI_STAMP if "ci" in self.scales(results) else ""
+        return getattr(importlib.import_module(self.module), self.function)(results, Output(Path(out), stamp))
 
     def scales(self, results: Path) -> set:
         """The scales its experiments' tables were run at (their resolved spec.yaml), where known."""
@@ -44,7 +50,6 @@ class Figure:
 
 
 CI_STAMP = "CI scale: a smoke test of the pipeline, not the paper's results"
-STAMP: ContextVar[str] = ContextVar("STAMP", default="")   # what `save` writes on the figure's face
 
 
 FIGURES: dict[str, Figure] = {f.id: f for f in [

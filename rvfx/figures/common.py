@@ -18,7 +18,7 @@ from rvfx.analysis.scaling import size_medians, slope_fits  # noqa: E402
 from rvfx.analysis.stats import censored_medians, learning_times, mean_sem, median_ci  # noqa: E402
 from rvfx.experiment.results import load_spec_value, write_atomic, write_atomic_text  # noqa: E402
 from rvfx.experiment.spec import as_current  # noqa: E402
-from rvfx.figures import STAMP  # noqa: E402
+from rvfx.figures import Output  # noqa: E402
 
 plt.style.use(Path(__file__).with_name("rvfx.mplstyle"))   # the text sizes every figure shares, loaded once
 
@@ -32,11 +32,17 @@ def agent_params(results, experiment: str, agent: str, swept: dict | None = None
                                                 if f.name in spec}))
 
 
-def save(fig, out: Path, name: str) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    if STAMP.get():                      # drawn from CI-scale runs: say so above the figure
-        fig.text(0.5, 1.0, STAMP.get(), ha="center", va="bottom", color="firebrick", fontsize="small")
-    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+def _folder(out: Output | Path) -> Path:
+    return out.folder if isinstance(out, Output) else Path(out)
+
+
+def save(fig, out: Output | Path, name: str) -> list[Path]:
+    """`fig` as NAME.png and NAME.pdf in `out`, with its banner (Output.stamp: drawn from CI-scale runs)."""
+    folder = _folder(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    if isinstance(out, Output) and out.stamp:
+        fig.text(0.5, 1.0, out.stamp, ha="center", va="bottom", color="firebrick", fontsize="small")
+    paths = [folder / f"{name}.png", folder / f"{name}.pdf"]
     for p in paths:
         # no creation date in the PDF, so redrawing the same CSV gives the same file
         write_atomic(p, lambda f, p=p: fig.savefig(f, format=p.suffix[1:], bbox_inches="tight",
@@ -51,10 +57,11 @@ def _cell(value) -> str:
     return str(value).replace("|", "\\|")
 
 
-def write_table(df: pd.DataFrame, out: Path, name: str) -> list[Path]:
+def write_table(df: pd.DataFrame, out: Output | Path, name: str) -> list[Path]:
     """The same small table as CSV and as Markdown (for the README)."""
-    out.mkdir(parents=True, exist_ok=True)
-    csv, md = out / f"{name}.csv", out / f"{name}.md"
+    folder = _folder(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    csv, md = folder / f"{name}.csv", folder / f"{name}.md"
     write_atomic_text(csv, df.to_csv(index=False, lineterminator="\n"))
     cols = [_cell(c) for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]

@@ -23,7 +23,7 @@ from rvfx.analysis.standard import (
 )
 from rvfx.analysis.stats import learning_times
 from rvfx.experiment.results import load_spec_value, load_table
-from rvfx.figures import CI_STAMP, STAMP
+from rvfx.figures import CI_STAMP, Output
 from rvfx.figures.common import first_success_dots, plt, run_dots, save, scaling_panel, write_table
 
 CURVE_LABEL = {"cum_regret": "cumulative regret", "return": "return per episode"}
@@ -94,17 +94,14 @@ def draw(results: Path, out: Path, experiment: str) -> list[Path]:
         [lambda ax, a=a: _by_axis(ax, runs, a) for a in axes]
     if regret and not axes:
         panels.append(lambda ax: _by_setting(ax, runs))
-    token = STAMP.set(CI_STAMP if load_spec_value(results, experiment, ("scale",)) == "ci" else "")
-    try:
-        fig, grid = plt.subplots(len(panels), 1, figsize=(6.4, PANEL_HEIGHT * len(panels)), squeeze=False)
-        for panel, ax in zip(panels, grid[:, 0]):
-            panel(ax)
-        cells = runs.groupby(["agent", *swept(runs)], dropna=False).size()
-        seeds = f"{cells.min()}" if cells.min() == cells.max() else f"{cells.min()}-{cells.max()}"
-        fig.suptitle(f"{experiment}: {seeds} seeds per agent and setting", y=1.0)
-        fig.tight_layout()
-        paths = save(fig, Path(out), f"{experiment}_standard")
-    finally:
-        STAMP.reset(token)
+    stamp = CI_STAMP if load_spec_value(results, experiment, ("scale",)) == "ci" else ""
+    fig, grid = plt.subplots(len(panels), 1, figsize=(6.4, PANEL_HEIGHT * len(panels)), squeeze=False)
+    for panel, ax in zip(panels, grid[:, 0]):
+        panel(ax)
+    cells = runs.groupby(["agent", *swept(runs)], dropna=False).size()
+    seeds = f"{cells.min()}" if cells.min() == cells.max() else f"{cells.min()}-{cells.max()}"
+    fig.suptitle(f"{experiment}: {seeds} seeds per agent and setting", y=1.0)
+    fig.tight_layout()
+    paths = save(fig, Output(Path(out), stamp), f"{experiment}_standard")
     table = summary(runs, episodes)
     return paths + write_table(summary_text(table), Path(out), f"{experiment}_summary")
