@@ -362,7 +362,8 @@ out = []
 for path in sys.argv[1:]:
     run = load_spec(path).runs[0]
     agent, env = AGENTS[run.algorithm][1](**run.settings["agent"]), ENVS[run.env][1](**run.settings["env"])
-    estimate = memory.peak_bytes(memory.peak_parts(run.algorithm, agent, env, run.episodes, run.log))
+    z = memory.sizes(run.algorithm, agent, env)
+    estimate = memory.peak_bytes(memory.estimate(AGENTS[run.algorithm], agent, env, z, run.episodes, run.log).parts)
     with tempfile.TemporaryDirectory() as d:
         tracemalloc.start()
         assert run_and_store(run, d).ok

@@ -240,7 +240,7 @@ def sign(ckpt, members: dict, create: bool = False, **changes) -> None:
             zf.writestr(name, data)
     signature, _, body = ckpt.meta.read_bytes().partition(b"\n")
     head = json.loads(body)
-    head.update(size=ckpt.path.stat().st_size, sha256=results.sha256(ckpt.path), **changes)
+    head.update(size=ckpt.path.stat().st_size, sha256=hashlib.sha256(ckpt.path.read_bytes()).hexdigest(), **changes)
     body = json.dumps(head, sort_keys=True).encode()
     ckpt.meta.write_bytes(checkpoint.mac(checkpoint.user_key(create), body).encode() + b"\n" + body)
 
@@ -273,7 +273,7 @@ def test_a_forged_checkpoint_cannot_produce_a_shard(tmp_path, monkeypatch, capsy
             zf.writestr(name, data)
     signature, _, body = ckpt.meta.read_bytes().partition(b"\n")
     head = json.loads(body)
-    head.update(episode=8, size=ckpt.path.stat().st_size, sha256=results.sha256(ckpt.path))
+    head.update(episode=8, size=ckpt.path.stat().st_size, sha256=hashlib.sha256(ckpt.path.read_bytes()).hexdigest())
     ckpt.meta.write_bytes(signature + b"\n" + json.dumps(head, sort_keys=True).encode())
     assert checkpoint.resumable(tmp_path / "forged", [run]) == {}
     refused_then_rerun(spec, tmp_path / "forged", whole, capsys, "not signed with this user's key")

@@ -77,12 +77,6 @@ def estimate(entry, agent, env_params, z: dict | None, episodes: int, log: str) 
     return Estimate(sorted(parts, key=lambda p: -p.nbytes), seconds)
 
 
-def peak_parts(algorithm: str, agent, env_params, episodes: int, log: str) -> list[Part]:
-    """`Estimate.parts` of a run of the registered agent `algorithm`."""
-    entry = AGENTS[algorithm]
-    return estimate(entry, agent, env_params, entry_sizes(entry, agent, env_params), episodes, log).parts
-
-
 def peak_bytes(parts: list[Part]) -> float:
     """A run's estimated peak memory above the interpreter's: every lasting part and the largest
     temporary one."""

@@ -75,14 +75,6 @@ def shard_dir(out, run) -> Path:
     return experiment_dir(out, run.experiment) / "shards" / run.run_id
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def shard_problem(out, run) -> str | None:
     """Why the run's shard cannot be read as its result ("missing", "episodes.csv: checksum
     differs", ...), or None when it verifies against its manifest and the run's settings."""
