@@ -345,7 +345,7 @@ def test_batch_observations_equal_single_ones(kind):
 
 
 def test_observation_is_not_in_the_run_identity_at_its_default():
-    from rvfx.experiment.spec import _identity_params
+    from rvfx.experiment.spec import recorded_values
 
-    assert "observation" not in _identity_params(CartpoleSwingUpParams())
-    assert _identity_params(CartpoleSwingUpParams(observation="trig"))["observation"] == "trig"
+    assert "observation" not in recorded_values(CartpoleSwingUpParams())[0]
+    assert recorded_values(CartpoleSwingUpParams(observation="trig"))[0]["observation"] == "trig"

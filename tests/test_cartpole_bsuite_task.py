@@ -24,7 +24,7 @@ from cli_helpers import CONFIGS, invoke
 from rvfx.analysis.bridge import ARMS
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch
 from rvfx.envs.cartpole.physics import CartpoleSwingUpParams, bsuite_settings, upright
-from rvfx.experiment.spec import _identity_params, load_spec
+from rvfx.experiment.spec import load_spec, recorded_values
 
 NEW_FIELDS = ("x_bound", "x_dot_bounded", "strict_bounds", "terminate_x")
 LEVELS = (0, 5, 10)
@@ -144,11 +144,11 @@ def test_bsuites_reward_box_at_its_boundaries():
 def test_new_parameters_at_their_defaults_change_no_run_id_and_no_step():
     """Added later: a default run's identity does not hold them, so no existing run id changes, and
     the default env steps as before (rails, no early end, the paper's box)."""
-    ident = _identity_params(CartpoleSwingUpParams())
+    ident = recorded_values(CartpoleSwingUpParams())[0]
     assert not set(NEW_FIELDS) & set(ident)
     assert set(ident) == {f.name for f in dataclasses.fields(CartpoleSwingUpParams)} - set(NEW_FIELDS) - \
         {"start_angle", "observation"}
-    assert set(_identity_params(CartpoleSwingUpParams(terminate_x=3.0))) & set(NEW_FIELDS) == {"terminate_x"}
+    assert set(recorded_values(CartpoleSwingUpParams(terminate_x=3.0))[0]) & set(NEW_FIELDS) == {"terminate_x"}
     env = CartpoleSwingUp(CartpoleSwingUpParams(), np.random.default_rng(0))
     env.reset()
     env.set_state(math.pi, 0.0, 4.99, 3.0, k=0)

@@ -44,20 +44,24 @@ class Recorded(NamedTuple):
     settings: dict
 
 
+def recorded_values(params) -> tuple[dict, dict]:
+    """(identity, settings) of one parameter dataclass: the one derivation of what names a run and what
+    its shard records. Each value is spelt as it was when results were first made: a field's `renamed`
+    maps a new name of a value to the one it replaced, so a rename changes no run id, agent seed or
+    shard record. The identity leaves out a field marked `added_later` while it is at its default: a
+    parameter added after results exist then leaves their run ids unchanged, and those runs are exactly
+    what the new default runs."""
+    values = dataclasses.asdict(params)
+    settings = as_recorded(type(params), values)
+    later = {f.name for f in dataclasses.fields(params)
+             if f.metadata.get("added_later") and values[f.name] == f.default}
+    return {k: v for k, v in settings.items() if k not in later}, settings
+
+
 def record_params(agent_params, env_params) -> Recorded:
-    """The one derivation of a run's identity and settings from its parameter dataclasses. Each value
-    is spelt as it was when results were first made: a field's `renamed` maps a new name of a value to
-    the one it replaced, so a rename changes no run id, agent seed or shard record. The identity leaves
-    out a field marked `added_later` while it is at its default: a parameter added after results exist
-    then leaves their run ids unchanged, and those runs are exactly what the new default runs."""
-    identity, settings = {}, {}
-    for scope, params in (("agent", agent_params), ("env", env_params)):
-        values = dataclasses.asdict(params)
-        settings[scope] = as_recorded(type(params), values)
-        later = {f.name for f in dataclasses.fields(params)
-                 if f.metadata.get("added_later") and values[f.name] == f.default}
-        identity[scope] = {k: v for k, v in settings[scope].items() if k not in later}
-    return Recorded(identity, settings)
+    """A run's Recorded, from its agent's and its environment's parameters (`recorded_values`)."""
+    (agent_id, agent), (env_id, env) = recorded_values(agent_params), recorded_values(env_params)
+    return Recorded({"agent": agent_id, "env": env_id}, {"agent": agent, "env": env})
 
 
 @dataclass(frozen=True)
