@@ -7,9 +7,10 @@ BLAS on one thread, median and spread over the rounds). Then, where `.venv-bsuit
 bsuite-venv`), bsuite's own boot_dqn on the same task (`boot_dqn_step.py`: its per-step update,
 K=20 members of 50-50 MLPs plus priors, batch 128, XLA on one thread) against rvfx's step timed
 just before it the same way (process CPU time), as a ratio; without that venv the line says so.
-Each network's step is timed with the NumPy passes and, where numba is installed (the `fast` extra),
-with the compiled passes of `rvfx.agents.neural.fused` (the same bits, fewer passes over memory);
-the peer line times the last of them.
+Each network's step is timed on each of the agent's possible kernels (`rvfx.agents.neural.backend`):
+NumPy's passes and, where numba is installed (the `fast` extra), numba's passes alone and numba's with
+the step compiled whole where it applies (deep sea's one-hot inputs: `compiled_step`); the same bits,
+fewer passes over memory. The peer line times the last of them.
 
 Networks: cartpole swing-up (5-50-50-3 MLP + prior, K=20, priors stored in the buffer: Fig. 17;
 boot_dqn on the same 5-d observations) and deep sea N=25 (one-hot pixels read as a row gather of
@@ -23,6 +24,7 @@ Run: .venv/bin/python benchmarks/bench_neural_step.py  (about a minute; two more
 """
 import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in the runs)
 
+import copy
 import json
 import subprocess
 import time
@@ -32,7 +34,7 @@ import numpy as np
 from matmul_floor import describe, step_vs_floor
 from threadpoolctl import threadpool_limits
 
-from rvfx.agents.neural import compiled_step, fused
+from rvfx.agents.neural import backend, compiled_step, fused
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, EnsembleRLSVI, make_ensemble_agent
 from rvfx.agents.neural.representations import representation_for
 from rvfx.core.live import episode, live
@@ -40,7 +42,6 @@ from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
 from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 
 HERE = Path(__file__).parent
-BACKENDS = ("numpy", "numba") if fused.available() else ("numpy",)   # the step's element-wise passes
 BSUITE_PYTHON = HERE.parent / ".venv-bsuite" / "bin" / "python"
 
 
@@ -60,6 +61,17 @@ def deep_sea_agent(size: int = 25, K: int = 20, episodes: int = 60):
     agent = EnsembleRLSVI(EnsembleParams(K=K, batch_size=128), representation_for(env), 2, np.random.default_rng(2))
     live(agent, env, episodes, log_every="last")
     return agent
+
+
+def with_kernels(agent) -> list:
+    """[(label, the agent on those kernels)]: copies of `agent` on NumPy's passes, numba's passes alone, and
+    numba's with the step compiled whole where it applies."""
+    ways = [("NumPy's passes", backend.Numpy())]
+    if fused.available():
+        from rvfx.agents.neural.kernels import Numba
+        ways += [("numba's passes", Numba(whole_step=False)), ("numba's, the step compiled whole", Numba())]
+    out = [(label, copy.deepcopy(agent, {id(agent.kernels): kernels})) for label, kernels in ways]
+    return [(label, a) for label, a in out if label != ways[-1][0] or compiled_step.applies(a)]
 
 
 def cpu_ms_per_step(agent, steps: int = 100, rounds: int = 5) -> float:
@@ -103,14 +115,12 @@ def main() -> None:
         ("DQN on cartpole, 5-50-50-3, K=1 (Fig. 16)", cartpole_agent(DQNParams(epsilon_anneal_episodes=100)), None),
     ]
     for label, agent, peer in cases:
-        for backend in BACKENDS:
-            fused.use(backend)
-            how = "the step compiled whole" if compiled_step.applies(agent) else f"{backend} passes"
-            print(describe(f"{label}; {how}", step_vs_floor(agent)))
+        for how, on_kernels in with_kernels(agent):
+            print(describe(f"{label}; {how}", step_vs_floor(on_kernels)))
         if peer is not None:
-            print(peer_line(agent, *peer))
+            print(peer_line(on_kernels, *peer))
     if not fused.available():
-        print("  (numba not installed: `pip install -e '.[fast]'` adds the compiled passes' lines)")
+        print("  (numba not installed: `pip install -e '.[fast]'` adds numba's lines)")
     print(f"benchmark took {time.perf_counter() - t0:.1f} s")
 
 

@@ -1,10 +1,11 @@
-"""Where the neural SGD step's time goes: its matrix products, each fused element-wise pass, Adam, the
-minibatch, and the rest (Python and small NumPy calls), per network, in thread CPU microseconds per step.
+"""Where the neural SGD step's time goes: its matrix products outside the hidden layers, the hidden
+layers (products, bias, ReLU), Adam, the other passes, the minibatch, and the rest (Python and small
+NumPy calls), per network and kernels, in thread CPU microseconds per step.
 
 Each part is timed by a wrapper around its call (thread CPU time, BLAS on one thread), over `steps`
 steps after a warm-up; "rest" is the step's total less the parts. The wrappers cost ~0.3 us per call,
-which lands in the parts. The networks are bench_neural_step.py's. Where the step runs compiled whole
-(dense inputs with the fast extra: `rvfx.agents.neural.compiled_step`), its parts are one call, one line.
+which lands in the parts. The networks are bench_neural_step.py's, on each kernels it times. Where the
+step runs compiled whole (`rvfx.agents.neural.compiled_step`), its parts are one call, one line.
 
 Then, per network, what the step's passes over memory (activations and weights larger than this core's
 L2 cache) cost the small calls between them: the time of a draw of B minibatch indices made right
@@ -19,10 +20,10 @@ import time
 from collections import defaultdict
 
 import numpy as np
-from bench_neural_step import cartpole_agent, deep_sea_agent
+from bench_neural_step import cartpole_agent, deep_sea_agent, with_kernels
 from threadpoolctl import threadpool_limits
 
-from rvfx.agents.neural import compiled_step, ensemble, fused, mlp, optimisers, sparse
+from rvfx.agents.neural import compiled_step, ensemble, mlp, optimisers, sparse
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams
 
 CLOCK = time.thread_time_ns
@@ -68,12 +69,11 @@ def profile(agent, steps: int = 500) -> dict:
     for _ in range(20):
         agent.sgd_step()                            # warm-up (and the kernels' compilation)
     patches = [(mlp, "np", _Timed(acc)), (ensemble, "np", _Timed(acc)), (sparse, "np", _Timed(acc))]
-    for name in ("bias_relu", "relu", "relu_grad_sum", "adam", "adam_rows", "bootstrap", "td"):
-        if hasattr(fused, name):
-            patches.append((fused, name, _timed(acc, f"fused.{name}", getattr(fused, name))))
+    kernels = agent.kernels
+    for name in ("hidden_forward", "hidden_backward", "adam", "adam_rows", "bootstrap", "td", "distinct"):
+        patches.append((kernels, name, _timed(acc, f"kernels.{name}", getattr(kernels, name))))
     whole = _timed(acc, "the step compiled whole (draw to Adam)", compiled_step.sgd_step)
     patches += [(compiled_step, "sgd_step", whole),
-                (mlp, "_sum_batch", _timed(acc, "output bias gradient (add.reduce)", mlp._sum_batch)),
                 (optimisers.Adam, "step", _timed(acc, "Adam.step (all)", optimisers.Adam.step)),
                 (agent.buffer, "sample", _timed(acc, "buffer.sample", agent.buffer.sample)),
                 (ensemble, "value_gradient", _timed(acc, "repeated states' value gradient",
@@ -90,8 +90,11 @@ def profile(agent, steps: int = 500) -> dict:
     finally:
         for obj, name, old in saved:
             setattr(obj, name, old)
+        for name in list(vars(kernels)):            # the kernels' own passes again (their class's)
+            if name != "whole_step":
+                delattr(kernels, name)
     out = {k: v / steps / 1e3 for k, v in acc.items()}
-    inner = sum(v for k, v in out.items() if k != "Adam.step (all)" and not k.startswith("fused.adam"))
+    inner = sum(v for k, v in out.items() if k != "Adam.step (all)" and not k.startswith("kernels.adam"))
     out["Adam.step (all)"] = out.get("Adam.step (all)", 0.0)
     out["total"] = total / steps / 1e3
     out["rest (Python, small NumPy calls)"] = out["total"] - inner - out["Adam.step (all)"]
@@ -117,13 +120,13 @@ def main() -> None:
     cases = [("cartpole 5-50-50-3 + prior, K=20", cartpole_agent(EnsembleParams(K=20, hidden1=50, hidden2=50))),
              ("deep sea N=25 one-hot, K=20", deep_sea_agent()),
              ("DQN cartpole, K=1", cartpole_agent(DQNParams(epsilon_anneal_episodes=100)))]
-    print(f"kernels: {fused.backend or 'bound on first use'}")
     for label, agent in cases:
-        res = profile(agent)
-        print(f"  {label} (kernels: {fused.backend}), us per SGD step:")
-        for k, v in sorted(res.items(), key=lambda kv: -kv[1]):
-            print(f"    {v:8.1f}  {k}")
-        cold, warm = cold_call(agent)
+        for how, on_kernels in with_kernels(agent):
+            res = profile(on_kernels)
+            print(f"  {label} ({how}), us per SGD step:")
+            for k, v in sorted(res.items(), key=lambda kv: -kv[1]):
+                print(f"    {v:8.1f}  {k}")
+        cold, warm = cold_call(on_kernels)
         print(f"    a draw of B minibatch indices right after a step {cold:.1f} us, the same draw again at once "
               f"{warm:.1f} us")
 

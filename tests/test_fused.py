@@ -1,10 +1,11 @@
-"""The fused passes (rvfx.agents.neural.fused): numba kernels and NumPy passes give the same bytes."""
+"""The passes of the SGD step: numba's kernels (rvfx.agents.neural.kernels) give NumPy's bytes
+(rvfx.agents.neural.fused, layers), pass by pass and over whole agents."""
 import copy
 
 import numpy as np
 import pytest
 
-from rvfx.agents.neural import fused
+from rvfx.agents.neural import backend, fused, layers
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
 from rvfx.core.live import live
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
@@ -24,15 +25,15 @@ def hard(rng, shape, dtype=np.float32):
     return x
 
 
+PASSES = ("bias_relu", "relu", "relu_grad_sum", "member_products", "batch_sum", "adam", "adam_rows", "bootstrap",
+          "td", "distinct", "copy_rows")
+
+
 @pytest.fixture
 def kernels():
-    """Both sets of kernels, the module rebound as it was after."""
-    was = fused.backend
-    fused.use("numba")
-    compiled = {k: getattr(fused, k) for k in fused.NUMPY}
-    yield fused.NUMPY, compiled
-    if was is not None:
-        fused.use(was)
+    """NumPy's passes and numba's, by name."""
+    from rvfx.agents.neural import kernels as compiled
+    return {k: getattr(fused, k) for k in PASSES}, {k: getattr(compiled, k) for k in PASSES}
 
 
 def same(a, b):
@@ -71,7 +72,7 @@ def test_relu_passes_give_numpys_bytes(kernels, dtype, shape):
 @numba_only
 def test_the_bias_gradient_sum_is_numpys_order_not_pairwise(kernels):
     """Rows whose sum depends on the order: the kernel's sum is NumPy's (rows in order), which
-    pairwise summation is not."""
+    pairwise summation is not; and a dead unit's -0.0s sum to NumPy's 0.0 (its sum starts from 0.0)."""
     ref, fast = kernels
     rng = np.random.default_rng(0)
     d = (rng.standard_normal((128, 64)) * 10.0 ** rng.integers(-8, 8, (128, 64))).astype(np.float32)
@@ -81,6 +82,10 @@ def test_the_bias_gradient_sum_is_numpys_order_not_pairwise(kernels):
     fast["relu_grad_sum"](d.copy(), mask.astype(bool), o2)
     assert same(o1, o2)
     assert not same(o1, np.add.reduce(np.ascontiguousarray(d.T), axis=1))    # pairwise differs here
+    d[:, :3], mask[:, 1:3] = -1.0, 0.0           # units 1, 2 dead: -1 * 0 is -0.0 in every row
+    ref["relu_grad_sum"](d.copy(), mask, o1)
+    fast["relu_grad_sum"](d.copy(), mask.astype(bool), o2)
+    assert same(o1, o2) and o1[0] == -128.0 and o1[1:3].tobytes() == np.zeros(2, np.float32).tobytes()
 
 
 @numba_only
@@ -134,6 +139,80 @@ def test_adam_kernel_on_subnormal_moments(kernels, dtype):
     subnormal = (a[2] != 0) & (np.abs(a[2]) < tiny)
     assert changed and (moved & subnormal).any()                # the redone quotients moved some p
     assert (~moved & subnormal & (np.abs(p) > 1e-20)).any()      # and the skipped ones moved none
+
+
+@numba_only
+def test_adam_skips_a_subnormal_moment_only_where_that_is_exact(kernels):
+    """The bound at its edge: the largest subnormal m~ (after its update) and v~ = 0, so |q| = tiny / eps, its
+    largest, a step of (1 + 2^-10) 2^-10 and eps = 2^-30, so |q| step = (1 + 2^-10 - 2^-23) 2^-106; p = 2^-81,
+    half of whose gap below is 2^-106: NumPy moves p to its lower neighbour, and the compiled Adam must redo
+    that quotient, not skip it. p is 4 / (1 + 2^-10) times tiny / eps * step / eps_p, so a bound with a safety
+    factor under 3.99 (below the 4 its argument needs) skips it."""
+    ref, fast = kernels
+    tiny, step, eps = np.finfo(np.float32).tiny, np.float32((1 + 2 ** -10) * 2 ** -10), np.float32(2 ** -30)
+    m_new = np.nextafter(tiny, np.float32(0))                   # the largest subnormal
+    c = (np.float64(np.float32(0.9)), np.float32(0.999), np.float64(step), eps, 1.0)
+    p = np.array([2.0 ** -81, -2.0 ** -81, 2.0 ** -80, 1.0], np.float32)
+    g = np.array([m_new, -m_new, m_new, m_new], np.float32)     # m~ = 0.9 * 0 + g; v~ = 0.999 * 0 + g^2 = 0
+    m, v = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    a, b = [x.copy() for x in (p, g, m, v)], [x.copy() for x in (p, g, m, v)]
+    ref["adam"](*a, *c)
+    fast["adam"](*b, *c)
+    assert a[2].tobytes() == g.tobytes() and not a[3].any()
+    assert list(a[0] != p) == [True, True, False, False]          # at the edge NumPy moves p; above it, not
+    assert a[0][0] == np.nextafter(p[0], np.float32(0))
+    assert p[0] / (float(tiny) / float(eps) * float(step) / float(np.finfo(np.float32).eps)) > 3.99
+    for i in (0, 2, 3):
+        assert same(a[i], b[i])
+
+
+@numba_only
+@pytest.mark.parametrize("B, K, n, p", [(2, 2, 2, 2), (128, 20, 50, 50), (85, 20, 50, 3), (7, 3, 16, 2), (40, 1, 5, 8)])
+def test_member_products_and_batch_sums_give_numpys_bytes(kernels, B, K, n, p):
+    """The members' products through SciPy's BLAS, each kind of the layers' (forward into a strided
+    activation, weight gradient, input gradient), and the output bias's batch sum as the compiled step
+    takes it, on operands with signed zeros."""
+    ref, fast = kernels
+    rng = np.random.default_rng(B * K + n)
+    x, w, d = (rng.standard_normal(s).astype(np.float32) for s in ((B, K, n), (K, n, p), (B, K, p)))
+    x[0], w[:, :, 0], d[:, :, 0] = -0.0, -0.0, -0.0
+    for a, b, out in ((x.transpose(1, 0, 2), w, (B, K, p)), (x.transpose(1, 2, 0), d.transpose(1, 0, 2), (K, n, p)),
+                      (d.transpose(1, 0, 2), w.transpose(0, 2, 1), (B, K, n))):
+        o1, o2 = np.full(out, np.nan, np.float32), np.full(out, np.nan, np.float32)
+        strided = out[0] == B
+        ref["member_products"](a, b, o1.transpose(1, 0, 2) if strided else o1)
+        fast["member_products"](a, b, o2.transpose(1, 0, 2) if strided else o2)
+        assert o1.tobytes() == o2.tobytes()
+    s1, s2 = np.empty((K, p), np.float32), np.empty((K, p), np.float32)
+    ref["batch_sum"](d.transpose(1, 0, 2), s1)                  # a (K, B, p) view of (B, K, p) memory
+    fast["batch_sum"](d.transpose(1, 0, 2), s2)
+    assert s1.tobytes() == s2.tobytes()
+
+
+@numba_only
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning", "ignore:overflow:RuntimeWarning")
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_compiled_layer_is_the_python_layer(keep):
+    """`layers`' forward and backward compiled (numba's passes, SciPy's products) against the same functions
+    run by Python over NumPy's passes: activations, ReLU', gradients and the returned input gradient."""
+    from rvfx.agents.neural import kernels as compiled
+    rng = np.random.default_rng(7)
+    B, K, n, p = 64, 5, 12, 7
+    z, b, w, d = hard(rng, (B, K, n)), hard(rng, (K, n)), rng.standard_normal((K, n, p)).astype(np.float32), \
+        rng.standard_normal((B, K, p)).astype(np.float32).transpose(1, 0, 2)
+    runs = []
+    for forward, backward, mask_dtype in ((layers.forward, layers.backward, np.float32),
+                                          (compiled.layer_forward, compiled.layer_backward, np.bool_)):
+        zz, out = z.copy(), np.empty((B, K, p), np.float32)
+        mask = np.empty((B, K, n) if keep else (0, K, n), mask_dtype)
+        forward(zz, b, mask, w, out)
+        run = [zz, out]
+        if keep:
+            wg, bg = np.empty((K, n, p), np.float32), np.empty((K, n), np.float32)
+            dz = backward(zz, mask.astype(np.float32) if mask_dtype is np.float32 else mask, w, d, wg, bg)
+            run += [mask.astype(np.float32), wg, bg, np.ascontiguousarray(dz)]
+        runs.append(run)
+    assert all(same(x, y) for x, y in zip(*runs))
 
 
 @numba_only
@@ -198,20 +277,16 @@ def _agents():
 @numba_only
 def test_sgd_steps_are_byte_identical_with_either_kernels():
     """60 SGD steps from the same replay buffers: weights, targets, Adam's moments and losses equal in bytes."""
-    was = fused.backend
-    try:
-        for agent in _agents():
-            runs = []
-            for backend in ("numpy", "numba"):
-                fused.use(backend)
-                a = copy.deepcopy(agent)
-                losses = np.array([a.sgd_step() for _ in range(60)])
-                e = a.ensemble
-                runs.append([losses, e.flat, e.target_flat, *e.params[:1], *e.target_params[:1], *e.opt.m, *e.opt.v])
-            assert all(same(x, y) for x, y in zip(*runs))
-    finally:
-        if was is not None:
-            fused.use(was)
+    from rvfx.agents.neural.kernels import Numba
+    for agent in _agents():
+        runs = []
+        for kernels in (backend.Numpy(), Numba(whole_step=False), Numba()):
+            a = copy.deepcopy(agent, {id(agent.kernels): kernels})       # the same agent on these kernels
+            assert a.net.kernels is kernels and a.ensemble.opt.kernels is kernels
+            losses = np.array([a.sgd_step() for _ in range(60)])
+            e = a.ensemble
+            runs.append([losses, e.flat, e.target_flat, *e.params[:1], *e.target_params[:1], *e.opt.m, *e.opt.v])
+        assert all(same(x, y) for x, y in zip(runs[0], runs[1])) and all(same(x, y) for x, y in zip(runs[0], runs[2]))
 
 
 @numba_only

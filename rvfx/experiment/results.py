@@ -29,6 +29,7 @@ from typing import BinaryIO
 
 import pandas as pd
 
+from rvfx.agents.neural.backend import chosen
 from rvfx.envs import ENVS
 from rvfx.experiment import folders
 from rvfx.experiment.provenance import blas_kernels, code_version, environment
@@ -206,7 +207,7 @@ def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
             tables[f"{name}.csv"] = table.assign(**ident)[list(ident) + list(table.columns)]
         files = {name: _write_table(tables[name], tmp / name) for name in sorted(tables)}
         manifest = {"format": SHARD_FORMAT, "run_id": run.run_id, "settings": run.settings,
-                    "code": code_version(), "blas": blas_kernels(), "files": files}
+                    "code": code_version(), "blas": blas_kernels(), "kernels": chosen(), "files": files}
         with naming(tmp / MANIFEST):
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         _replace_dir(tmp, final)

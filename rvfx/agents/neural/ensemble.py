@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.neural import compiled_step, fused, td
+from rvfx.agents.neural import backend, compiled_step, td
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics
 from rvfx.agents.neural.ensemble_buffer import Batch, EnsembleBuffer, Mask, MemberBuffers
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
@@ -136,9 +136,9 @@ def td_step(ensemble: PriorEnsemble, tape: Tape, batch: Batch, double: bool = Fa
     """
     q_next = ensemble.value(batch.next_state, target=True, tape=tape, prior=batch.next_prior)   # (K, U', A)
     online_next = ensemble.value(batch.next_state, prior=batch.next_prior) if double else None
-    K, dt = q_next.shape[0], q_next.dtype
+    K, dt, kernels = q_next.shape[0], q_next.dtype, ensemble.net.kernels
     v_next = tape.buf("v_next", q_next.shape[:2], dt)
-    fused.bootstrap(q_next, online_next, v_next)
+    kernels.bootstrap(q_next, online_next, v_next)
     q = ensemble.value(batch.state, tape=tape, prior=batch.prior)                        # (K, U, A)
     U, A = q.shape[1:]
     B = batch.action.shape[0]
@@ -146,7 +146,7 @@ def td_step(ensemble: PriorEnsemble, tape: Tape, batch: Batch, double: bool = Fa
     reward = batch.reward if batch.reward.ndim == 2 else batch.reward[None]              # (K or 1, B)
     dout = None if batch.index is not None else tape.buf("dout", (U, K, A), dt).transpose(1, 0, 2)
     scale = dt.type(1.0 / B)
-    fused.td(q, v_next, batch.action, reward, batch.discount, batch.weight, batch.index, batch.next_index,
+    kernels.td(q, v_next, batch.action, reward, batch.discount, batch.weight, batch.index, batch.next_index,
              scale, delta, g, dout)
     loss = 0.5 * float(np.vdot(g, delta)) / (B * K)
     if dout is None:            # repeated states: their samples' gradients summed by one product
@@ -199,13 +199,14 @@ class EnsembleRLSVI:
     """`learn_ensemble_rlsvi` agent (Algorithm 8) for the `live` loop (Algorithm 1)."""
 
     def __init__(self, params: EnsembleParams, representation: Representation, num_actions: int,
-                 rng: np.random.Generator):
+                 rng: np.random.Generator, kernels=None):
         self.params, self.rep, self.num_actions, self.rng = params, representation, num_actions, rng
         self.K = params.K
+        self.kernels = kernels if kernels is not None else backend.choose()    # NumPy's or numba's passes
         hidden = tuple(h for h in (params.hidden1, params.hidden2) if h > 0)
         block_size = representation.block_size
-        self.net = EnsembleMLP(representation.input_dim, hidden, num_actions,
-                               index_input=representation.index_input, block_size=block_size, init=params.init)
+        self.net = EnsembleMLP(representation.input_dim, hidden, num_actions, index_input=representation.index_input,
+                               block_size=block_size, init=params.init, kernels=self.kernels)
         # block inputs of a finite code set: prior and target values cached per code (exact)
         key_inputs = representation.all_inputs() if block_size and isinstance(representation, FiniteCodes) else None
         self.ensemble = PriorEnsemble(self.net, params.K, rng, params.prior_scale,
@@ -225,7 +226,7 @@ class EnsembleRLSVI:
                                          prior_actions)
         self._last = None                       # (code, prior) of the last new state
         self._terminal_code = np.zeros(representation.code_shape, representation.code_dtype)
-        self._tape = Tape()
+        self.tape = Tape()
         self._discrete = representation.code_shape == ()
         self.episode = 0
         self.active = 0
@@ -296,10 +297,13 @@ class EnsembleRLSVI:
 
     def sgd_step(self) -> float:
         """Algorithm 8 lines 1-4 for all K members at once; copies to the target every target_period."""
-        if not self.params.member_buffers and compiled_step.applies(self):
-            loss = compiled_step.sgd_step(self)
+        if self.params.member_buffers:
+            loss = self._member_td_step()
         else:
-            loss = self._td_step()
+            idx = self.buffer.draw(self.params.batch_size)
+            loss = compiled_step.sgd_step(self, idx) if compiled_step.applies(self) else None
+            if loss is None:                    # not compiled whole, or a draw the compiled step declines
+                loss = self._td_step(idx)
         if not math.isfinite(loss):
             self._diverged("SGD")
         self.sgd_steps += 1
@@ -309,23 +313,19 @@ class EnsembleRLSVI:
             self.diagnostics.after_sgd_step(self.sgd_steps)
         return loss
 
-    def _td_step(self, idx: np.ndarray | None = None) -> float:
-        """`td_step` on a minibatch of the buffer, or on its transitions `idx` (repeated discrete states sharing
-        their passes)."""
-        B = self.params.batch_size
-        if self.params.member_buffers:
-            return self._member_td_step()
-        batch = self.buffer.sample(B) if idx is None else self.buffer.sample(B, idx)
+    def _td_step(self, idx: np.ndarray) -> float:
+        """`td_step` on the buffer's transitions `idx` (repeated discrete states sharing their passes)."""
+        batch = self.buffer.sample(self.params.batch_size, idx)
         if self._discrete:                      # repeated states share their passes (exact)
-            state, first, index = fused.distinct(batch.state)
-            next_state, next_first, next_index = fused.distinct(batch.next_state)
+            state, first, index = self.kernels.distinct(batch.state)
+            next_state, next_first, next_index = self.kernels.distinct(batch.next_state)
             prior, next_prior = batch.prior, batch.next_prior
             if prior is not None:
                 prior, next_prior = prior[:, first], next_prior[:, next_first]
             batch = batch._replace(state=state, next_state=next_state, prior=prior, next_prior=next_prior,
                                    index=index, next_index=next_index)
         inputs = self.rep.inputs
-        return td_step(self.ensemble, self._tape,
+        return td_step(self.ensemble, self.tape,
                        batch._replace(state=inputs(batch.state), next_state=inputs(batch.next_state)),
                        double=self.params.td_target == "double")
 
@@ -336,7 +336,7 @@ class EnsembleRLSVI:
 
         def inputs(codes):
             return self.rep.inputs(codes.reshape(K * B, *codes.shape[2:])).reshape(K, B, -1)
-        return member_td_step(self.ensemble, self._tape,
+        return member_td_step(self.ensemble, self.tape,
                               batch._replace(state=inputs(batch.state), next_state=inputs(batch.next_state)),
                               double=self.params.td_target == "double")
 
@@ -350,11 +350,12 @@ class EnsembleRLSVI:
             f"(SGD step {self.sgd_steps}); lower learning_rate or raise target_period")
 
 
-def make_ensemble_agent(params: EnsembleParams, env, rng: np.random.Generator) -> EnsembleRLSVI:
+def make_ensemble_agent(params: EnsembleParams, env, rng: np.random.Generator, kernels=None) -> EnsembleRLSVI:
     """Registry factory: the representation (`params.representation` of the environment) and the
-    action count come from the environment; a linear basis is drawn from the agent's `rng`."""
+    action count come from the environment; a linear basis is drawn from the agent's `rng`. The
+    networks run on `kernels` (`backend`), the process's choice unless given."""
     rep = representation_for(env, params.representation, params.M, params.basis, rng)
-    agent = EnsembleRLSVI(params, rep, env.num_actions, rng)
+    agent = EnsembleRLSVI(params, rep, env.num_actions, rng, kernels)
     if params.diagnostics_every or params.prior_spread:
         probes = env.probe_states() if isinstance(env, ProbeStates) else {}
         agent.diagnostics = EnsembleDiagnostics(agent, probes, params.diagnostics_every, params.prior_spread)

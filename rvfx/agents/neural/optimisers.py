@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rvfx.agents.neural import fused
+from rvfx.agents.neural import backend, fused
 from rvfx.agents.neural.sparse import SparseRows
 
 
@@ -57,38 +57,39 @@ class Adam:
     moments and weights (the "lazy"/SparseAdam rule of TF and PyTorch), so the
     cost of a one-hot layer follows the batch, not N^2; other rows keep their
     weights and moments until they are seen again, in one pass over those rows in place
-    (`fused.adam_rows`).
+    (`adam_rows`). The passes are `kernels`' (`backend`; the process's choice unless given).
     """
 
     def __init__(self, params: list[np.ndarray], learning_rate: float,
-                 b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
+                 b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, kernels=None):
         self.lr, self.b1, self.b2, self.eps = float(learning_rate), float(b1), float(b2), float(eps)
+        self.kernels = kernels if kernels is not None else backend.choose()
         self.m = [np.zeros_like(p) for p in params]      # m / (1 - b1)
         self.v = [np.zeros_like(p) for p in params]      # v / (1 - b2)
         self.t = 0
 
     def constants(self, dtype, step: float, eps: float) -> tuple:
-        """(b1, b2, step, eps, 1) as `fused.adam` reads them: b1 and step in the dtype, then float64,
+        """(b1, b2, step, eps, 1) as the `adam` pass reads them: b1 and step in the dtype, then float64,
         b2 and eps in the dtype (as `v *= b2`, `g += eps` read a Python float)."""
         t = np.dtype(dtype).type
         return fused.WIDE(t(self.b1)), t(self.b2), fused.WIDE(t(step)), t(eps), 1.0
 
     def _update(self, p, g, m, v, step: float, eps: float) -> None:
         """theta -= step * m~ / (sqrt(v~) + eps) after the moment updates, all in place, in one pass
-        (`fused.adam`); g may be overwritten.
+        (the kernels' `adam`); g may be overwritten.
 
         The products by b1 and by step and the quotient by sqrt(v~) + eps run in float64, rounded once
         to p's dtype: float32's own results bit for bit (a product of two float32s is exact in float64,
         and a quotient rounded to 53 bits then to 24 is rounded correctly, 53 >= 2 x 24 + 2: Figueroa
         1995), without x86's slow path on the subnormal m~ that a weight whose gradient stays 0 reaches
         (b1^t; ~10% of them on cartpole, where it was 85% of Adam). The compiled pass divides in float32
-        (the same quotient, a quarter of the cost) and keeps subnormal m~ off the division (`fused.adam`).
+        (the same quotient, a quarter of the cost) and keeps subnormal m~ off the division (`kernels.adam`).
         """
         c = self.constants(p.dtype, step, eps)
         if p.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous:
-            fused.adam(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), *c)
+            self.kernels.adam(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), *c)
         else:                                           # strided views: the NumPy passes, in place
-            fused.NUMPY["adam"](p, g, m, v, *c)
+            fused.adam(p, g, m, v, *c)
 
     def step_sizes(self, t: int) -> tuple[float, float]:
         """(step size, epsilon) of the t-th step for the unnormalised moments."""
@@ -116,15 +117,15 @@ class Adam:
             c = self.constants(p.dtype, step, eps_scaled)
             if p.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous:
                 n = p.shape[0]                            # one pass over the rows, in place
-                fused.adam_rows(p.reshape(n, -1), rows, gv.reshape(rows.shape[0], -1), m.reshape(n, -1),
-                                v.reshape(n, -1), *c)
+                self.kernels.adam_rows(p.reshape(n, -1), rows, gv.reshape(rows.shape[0], -1), m.reshape(n, -1),
+                                       v.reshape(n, -1), *c)
             else:
-                fused.NUMPY["adam_rows"](p, rows, gv, m, v, *c)
+                fused.adam_rows(p, rows, gv, m, v, *c)
 
 
-def make_optimizer(name: str, params: list[np.ndarray], learning_rate: float):
+def make_optimizer(name: str, params: list[np.ndarray], learning_rate: float, kernels=None):
     if name == "adam":
-        return Adam(params, learning_rate)
+        return Adam(params, learning_rate, kernels=kernels)
     if name == "sgd":
         return SGD(params, learning_rate)
     raise ValueError(f"unknown optimizer {name!r} (adam, sgd)")
