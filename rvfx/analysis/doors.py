@@ -17,12 +17,14 @@ ARMS = {   # arm -> the door it tries, in the spec's order (no "|": Markdown cel
     "boot2019_bsuite0": "(e) boot_dqn 2019's settings on bsuite's level 0",
     "boot2019_paper": "(e) boot_dqn 2019's settings on the paper's task",
 }
-OPENS = 3          # of the spec's 5 seeds
+OPENS = 3          # of the spec's SEEDS seeds
+SEEDS = 5
 
 
 def arm_summary(runs: pd.DataFrame) -> pd.DataFrame:
     """`cell_summary` per arm and agent class in the spec's order, with the arm's door and the rule's outcome
-    (`opens`: at least OPENS of its runs learnt); a ValueError names an arm the spec does not have."""
+    (`outcome`: "opens" once at least OPENS of its runs learnt, "closed" once its runs still to come could not
+    reach OPENS, "undecided" before either); a ValueError names an arm the spec does not have."""
     unknown = sorted(set(runs["setting"]) - set(ARMS))
     if unknown:
         raise ValueError(f"cartpole_doors: arm(s) {', '.join(unknown)} not among the spec's ({', '.join(ARMS)})")
@@ -30,4 +32,6 @@ def arm_summary(runs: pd.DataFrame) -> pd.DataFrame:
     arm_order, class_order = {a: i for i, a in enumerate(ARMS)}, {c: i for i, c in enumerate(CLASSES)}
     summary = (summary.assign(_a=summary["setting"].map(arm_order), _c=summary["class"].map(class_order))
                .sort_values(["_a", "_c"], ignore_index=True).drop(columns=["_a", "_c"]))
-    return summary.assign(door=summary["setting"].map(ARMS), opens=summary["learnt"] >= OPENS)
+    outcome = ["opens" if k >= OPENS else "closed" if k + SEEDS - n < OPENS else "undecided"
+               for k, n in zip(summary["learnt"], summary["seeds"])]
+    return summary.assign(door=summary["setting"].map(ARMS), outcome=outcome)

@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from rvfx.analysis.doors import ARMS, BASELINE, OPENS, arm_summary
+from rvfx.analysis.doors import ARMS, BASELINE, OPENS, SEEDS, arm_summary
 from rvfx.analysis.rlsvi_rerun import CLASSES, run_readouts
 from rvfx.experiment.results import load_table
 from rvfx.figures.cartpole_rlsvi_rerun import table as rerun_table
@@ -19,8 +19,8 @@ EXPERIMENT = "cartpole_doors"
 def table(summary: pd.DataFrame) -> pd.DataFrame:
     """The rerun's table per arm and agent, with the arm's door and the rule's outcome."""
     cells = rerun_table(summary)
-    rule = [f"opens ({k} >= {OPENS} learnt)" if o else f"closed ({k} < {OPENS} learnt)"
-            for k, o in zip(summary["learnt"], summary["opens"])]
+    rule = [f"{o} ({k} of {n} learnt; opens at {OPENS} of {SEEDS})"
+            for k, n, o in zip(summary["learnt"], summary["seeds"], summary["outcome"])]
     return pd.concat([summary[["setting", "door"]].rename(columns={"setting": "arm"}),
                       cells.drop(columns=["setting"]), pd.DataFrame({"rule": rule})], axis=1)
 
