@@ -8,9 +8,8 @@ bsuite-venv`), bsuite's own boot_dqn on the same task (`boot_dqn_step.py`: its p
 K=20 members of 50-50 MLPs plus priors, batch 128, XLA on one thread) against rvfx's step timed
 just before it the same way (process CPU time), as a ratio; without that venv the line says so.
 Each network's step is timed on each of the agent's possible kernels (`rvfx.agents.neural.backend`):
-NumPy's passes and, where numba is installed (the `fast` extra), numba's passes alone and numba's with
-the step compiled whole where it applies (deep sea's one-hot inputs: `compiled_step`); the same bits,
-fewer passes over memory. The peer line times the last of them.
+NumPy's passes and, where numba is installed (the `fast` extra), numba's (the same bits, fewer passes
+over memory). The peer line times the last of them.
 
 Networks: cartpole swing-up (5-50-50-3 MLP + prior, K=20, priors stored in the buffer: Fig. 17;
 boot_dqn on the same 5-d observations) and deep sea N=25 (one-hot pixels read as a row gather of
@@ -34,7 +33,7 @@ import numpy as np
 from matmul_floor import describe, step_vs_floor
 from threadpoolctl import threadpool_limits
 
-from rvfx.agents.neural import backend, compiled_step, fused
+from rvfx.agents.neural import backend, fused
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, EnsembleRLSVI, make_ensemble_agent
 from rvfx.agents.neural.representations import representation_for
 from rvfx.core.live import episode, live
@@ -64,14 +63,12 @@ def deep_sea_agent(size: int = 25, K: int = 20, episodes: int = 60):
 
 
 def with_kernels(agent) -> list:
-    """[(label, the agent on those kernels)]: copies of `agent` on NumPy's passes, numba's passes alone, and
-    numba's with the step compiled whole where it applies."""
+    """[(label, the agent on those kernels)]: copies of `agent` on NumPy's passes and on numba's."""
     ways = [("NumPy's passes", backend.Numpy())]
     if fused.available():
         from rvfx.agents.neural.kernels import Numba
-        ways += [("numba's passes", Numba(whole_step=False)), ("numba's, the step compiled whole", Numba())]
-    out = [(label, copy.deepcopy(agent, {id(agent.kernels): kernels})) for label, kernels in ways]
-    return [(label, a) for label, a in out if label != ways[-1][0] or compiled_step.applies(a)]
+        ways.append(("numba's passes", Numba()))
+    return [(label, copy.deepcopy(agent, {id(agent.kernels): kernels})) for label, kernels in ways]
 
 
 def cpu_ms_per_step(agent, steps: int = 100, rounds: int = 5) -> float:

@@ -1,16 +1,16 @@
 """The matmul floor of the neural SGD step: its own products, and nothing else, in plain NumPy.
 
-`record_products` runs SGD steps on a copy of an agent on NumPy's passes and notes the shapes and
-dtypes of every `np.matmul` the network and the TD step make (the same products on any kernels);
-`floor_step` then does those products with `a @ b` on contiguous operands made once per product (no
-element-wise work, no Python around them). A one-hot first layer is no product but a row gather
-(`np.take` of W_1's rows) and, for its gradient, rows of W_1 updated in place: those are recorded
-too (the takes, and the rows of each `SparseRows` gradient) and timed apart as the plain-NumPy
-`w.take(rows, axis=0)` and `w[rows] += values`, so the floor is reported both ways. `step_vs_floor`
-times the agent's own steps, the products, and the gathers and scatters, in interleaved rounds of
-one process (thread CPU time, BLAS on one thread as in the runs) and returns the median ratios with
-their spread. The rounds are short and alternate their order, so a shared machine's drifting speed
-falls on both sides of each ratio alike.
+`record_products` runs SGD steps on a copy of an agent and notes the shapes and dtypes of every
+`np.matmul` the network and the TD step make; `floor_step` then does those products with
+`a @ b` on contiguous operands made once per product (no element-wise work, no Python around
+them). A one-hot first layer is no product but a row gather (`np.take` of W_1's rows) and, for its
+gradient, rows of W_1 updated in place: those are recorded too (the takes, and the rows of each
+`SparseRows` gradient) and timed apart as the plain-NumPy `w.take(rows, axis=0)` and
+`w[rows] += values`, so the floor is reported both ways. `step_vs_floor` times the agent's own
+steps, the products, and the gathers and scatters, in interleaved rounds of one process (thread
+CPU time, BLAS on one thread as in the runs) and returns the median ratios with their spread. The
+rounds are short and alternate their order, so a shared machine's drifting speed falls on both
+sides of each ratio alike.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from rvfx.agents.neural import backend, ensemble, fused, mlp
+from rvfx.agents.neural import ensemble, mlp
 from rvfx.agents.neural.sparse import SparseRows
 
 
@@ -47,9 +47,8 @@ def record_products(agent, steps: int, sparse: list | None = None) -> list[list[
     """[[(a shape, b shape, dtype), ...] per step] of `steps` SGD steps of a copy of `agent`; with a
     list `sparse`, append to it per step [(kind, table shape, rows, dtype), ...] of the row gathers
     ("take") and of the rows each `SparseRows` gradient updates ("scatter")."""
-    clone = copy.deepcopy(agent, {id(agent.kernels): backend.Numpy()})    # NumPy's passes: every product a matmul
-    log, sparse = [], [] if sparse is None else sparse
-    modules = (mlp, ensemble, fused)
+    clone, log, sparse = copy.deepcopy(agent), [], [] if sparse is None else sparse
+    modules = (mlp, ensemble)
     saved = [m.np for m in modules]
     opt, step = clone.ensemble.opt, clone.ensemble.opt.step
 

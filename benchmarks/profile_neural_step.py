@@ -1,11 +1,10 @@
-"""Where the neural SGD step's time goes: its matrix products outside the hidden layers, the hidden
-layers (products, bias, ReLU), Adam, the other passes, the minibatch, and the rest (Python and small
-NumPy calls), per network and kernels, in thread CPU microseconds per step.
+"""Where the neural SGD step's time goes: its matrix products, each element-wise pass of its kernels,
+Adam, the minibatch, and the rest (Python and small NumPy calls), per network and kernels, in thread
+CPU microseconds per step.
 
 Each part is timed by a wrapper around its call (thread CPU time, BLAS on one thread), over `steps`
 steps after a warm-up; "rest" is the step's total less the parts. The wrappers cost ~0.3 us per call,
-which lands in the parts. The networks are bench_neural_step.py's, on each kernels it times. Where the
-step runs compiled whole (`rvfx.agents.neural.compiled_step`), its parts are one call, one line.
+which lands in the parts. The networks are bench_neural_step.py's, on each kernels it times.
 
 Then, per network, what the step's passes over memory (activations and weights larger than this core's
 L2 cache) cost the small calls between them: the time of a draw of B minibatch indices made right
@@ -23,7 +22,7 @@ import numpy as np
 from bench_neural_step import cartpole_agent, deep_sea_agent, with_kernels
 from threadpoolctl import threadpool_limits
 
-from rvfx.agents.neural import compiled_step, ensemble, mlp, optimisers, sparse
+from rvfx.agents.neural import ensemble, mlp, optimisers, sparse
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams
 
 CLOCK = time.thread_time_ns
@@ -70,10 +69,9 @@ def profile(agent, steps: int = 500) -> dict:
         agent.sgd_step()                            # warm-up (and the kernels' compilation)
     patches = [(mlp, "np", _Timed(acc)), (ensemble, "np", _Timed(acc)), (sparse, "np", _Timed(acc))]
     kernels = agent.kernels
-    for name in ("hidden_forward", "hidden_backward", "adam", "adam_rows", "bootstrap", "td", "distinct"):
+    for name in ("bias_relu", "relu", "relu_grad_sum", "adam", "adam_rows", "bootstrap", "td", "distinct"):
         patches.append((kernels, name, _timed(acc, f"kernels.{name}", getattr(kernels, name))))
-    whole = _timed(acc, "the step compiled whole (draw to Adam)", compiled_step.sgd_step)
-    patches += [(compiled_step, "sgd_step", whole),
+    patches += [(mlp, "_sum_batch", _timed(acc, "output bias gradient (add.reduce)", mlp._sum_batch)),
                 (optimisers.Adam, "step", _timed(acc, "Adam.step (all)", optimisers.Adam.step)),
                 (agent.buffer, "sample", _timed(acc, "buffer.sample", agent.buffer.sample)),
                 (ensemble, "value_gradient", _timed(acc, "repeated states' value gradient",
@@ -91,8 +89,7 @@ def profile(agent, steps: int = 500) -> dict:
         for obj, name, old in saved:
             setattr(obj, name, old)
         for name in list(vars(kernels)):            # the kernels' own passes again (their class's)
-            if name != "whole_step":
-                delattr(kernels, name)
+            delattr(kernels, name)
     out = {k: v / steps / 1e3 for k, v in acc.items()}
     inner = sum(v for k, v in out.items() if k != "Adam.step (all)" and not k.startswith("kernels.adam"))
     out["Adam.step (all)"] = out.get("Adam.step (all)", 0.0)

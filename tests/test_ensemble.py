@@ -163,7 +163,7 @@ def test_k1_without_prior_is_dqn():
     target = [np.array(q, float) for q in ens.target_params]
     captured = []
     sample = agent.buffer.sample
-    agent.buffer.sample = lambda b, idx=None: captured.append(sample(b, idx)) or captured[-1]
+    agent.buffer.sample = lambda b: captured.append(sample(b)) or captured[-1]
     agent.sgd_step()
     batch = captured[0]
     B = len(batch.action)

@@ -1,11 +1,12 @@
 """The passes of the SGD step: numba's kernels (rvfx.agents.neural.kernels) give NumPy's bytes
-(rvfx.agents.neural.fused, layers), pass by pass and over whole agents."""
+(rvfx.agents.neural.fused), pass by pass, over SGD steps and over whole runs."""
 import copy
+import hashlib
 
 import numpy as np
 import pytest
 
-from rvfx.agents.neural import backend, fused, layers
+from rvfx.agents.neural import backend, fused
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
 from rvfx.core.live import live
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpParams
@@ -25,15 +26,19 @@ def hard(rng, shape, dtype=np.float32):
     return x
 
 
-PASSES = ("bias_relu", "relu", "relu_grad_sum", "member_products", "batch_sum", "adam", "adam_rows", "bootstrap",
-          "td", "distinct", "copy_rows")
+PASSES = ("bias_relu", "relu", "relu_grad_sum", "adam", "adam_rows", "bootstrap", "td", "distinct", "copy_rows")
+
+
+def numba_kernels():
+    from rvfx.agents.neural.kernels import Numba
+    return Numba()
 
 
 @pytest.fixture
 def kernels():
-    """NumPy's passes and numba's, by name."""
-    from rvfx.agents.neural import kernels as compiled
-    return {k: getattr(fused, k) for k in PASSES}, {k: getattr(compiled, k) for k in PASSES}
+    """The passes of NumPy's kernels and of numba's, by name, as an agent calls them."""
+    ref, fast = backend.Numpy(), numba_kernels()
+    return {k: getattr(ref, k) for k in PASSES}, {k: getattr(fast, k) for k in PASSES}
 
 
 def same(a, b):
@@ -89,6 +94,22 @@ def test_the_bias_gradient_sum_is_numpys_order_not_pairwise(kernels):
 
 
 @numba_only
+def test_a_single_columns_sum_is_numpys_pairwise_one(kernels):
+    """One column (a hidden unit of a one-member network): NumPy's reduction then runs over contiguous
+    memory, pairwise, and numba's kernels sum it so too, which rows in order would not."""
+    ref, fast = kernels
+    rng = np.random.default_rng(2)
+    d = (rng.standard_normal((128, 1)) * 10.0 ** rng.integers(-6, 6, (128, 1))).astype(np.float32)
+    in_order = np.float32(0.0)
+    for x in d[:, 0]:
+        in_order = np.float32(in_order + x)
+    o1, o2 = np.empty(1, np.float32), np.empty(1, np.float32)
+    ref["relu_grad_sum"](d.copy(), np.ones_like(d), o1)
+    fast["relu_grad_sum"](d.copy(), np.ones(d.shape, bool), o2)
+    assert same(o1, o2) and o1[0] != in_order
+
+
+@numba_only
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning", "ignore:overflow:RuntimeWarning")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_adam_kernels_give_numpys_bytes(kernels, dtype):
@@ -117,7 +138,7 @@ def test_adam_kernels_give_numpys_bytes(kernels, dtype):
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning", "ignore:overflow:RuntimeWarning")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_adam_kernel_on_subnormal_moments(kernels, dtype):
-    """The compiled Adam skips the quotient of a subnormal m~ (x86's slow path) where its step is below half
+    """numba's Adam skips the quotient of a subnormal m~ (x86's slow path) where its step is below half
     an ulp of p, and redoes it in float64 elsewhere: every weight of p = +-0, subnormal, tiny, normal, inf
     and nan against every subnormal or zero m~ gives NumPy's bits, with both cases present."""
     ref, fast = kernels
@@ -145,7 +166,7 @@ def test_adam_kernel_on_subnormal_moments(kernels, dtype):
 def test_adam_skips_a_subnormal_moment_only_where_that_is_exact(kernels):
     """The bound at its edge: the largest subnormal m~ (after its update) and v~ = 0, so |q| = tiny / eps, its
     largest, a step of (1 + 2^-10) 2^-10 and eps = 2^-30, so |q| step = (1 + 2^-10 - 2^-23) 2^-106; p = 2^-81,
-    half of whose gap below is 2^-106: NumPy moves p to its lower neighbour, and the compiled Adam must redo
+    half of whose gap below is 2^-106: NumPy moves p to its lower neighbour, and numba's Adam must redo
     that quotient, not skip it. p is 4 / (1 + 2^-10) times tiny / eps * step / eps_p, so a bound with a safety
     factor under 3.99 (below the 4 its argument needs) skips it."""
     ref, fast = kernels
@@ -164,55 +185,6 @@ def test_adam_skips_a_subnormal_moment_only_where_that_is_exact(kernels):
     assert p[0] / (float(tiny) / float(eps) * float(step) / float(np.finfo(np.float32).eps)) > 3.99
     for i in (0, 2, 3):
         assert same(a[i], b[i])
-
-
-@numba_only
-@pytest.mark.parametrize("B, K, n, p", [(2, 2, 2, 2), (128, 20, 50, 50), (85, 20, 50, 3), (7, 3, 16, 2), (40, 1, 5, 8)])
-def test_member_products_and_batch_sums_give_numpys_bytes(kernels, B, K, n, p):
-    """The members' products through SciPy's BLAS, each kind of the layers' (forward into a strided
-    activation, weight gradient, input gradient), and the output bias's batch sum as the compiled step
-    takes it, on operands with signed zeros."""
-    ref, fast = kernels
-    rng = np.random.default_rng(B * K + n)
-    x, w, d = (rng.standard_normal(s).astype(np.float32) for s in ((B, K, n), (K, n, p), (B, K, p)))
-    x[0], w[:, :, 0], d[:, :, 0] = -0.0, -0.0, -0.0
-    for a, b, out in ((x.transpose(1, 0, 2), w, (B, K, p)), (x.transpose(1, 2, 0), d.transpose(1, 0, 2), (K, n, p)),
-                      (d.transpose(1, 0, 2), w.transpose(0, 2, 1), (B, K, n))):
-        o1, o2 = np.full(out, np.nan, np.float32), np.full(out, np.nan, np.float32)
-        strided = out[0] == B
-        ref["member_products"](a, b, o1.transpose(1, 0, 2) if strided else o1)
-        fast["member_products"](a, b, o2.transpose(1, 0, 2) if strided else o2)
-        assert o1.tobytes() == o2.tobytes()
-    s1, s2 = np.empty((K, p), np.float32), np.empty((K, p), np.float32)
-    ref["batch_sum"](d.transpose(1, 0, 2), s1)                  # a (K, B, p) view of (B, K, p) memory
-    fast["batch_sum"](d.transpose(1, 0, 2), s2)
-    assert s1.tobytes() == s2.tobytes()
-
-
-@numba_only
-@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning", "ignore:overflow:RuntimeWarning")
-@pytest.mark.parametrize("keep", [True, False])
-def test_a_compiled_layer_is_the_python_layer(keep):
-    """`layers`' forward and backward compiled (numba's passes, SciPy's products) against the same functions
-    run by Python over NumPy's passes: activations, ReLU', gradients and the returned input gradient."""
-    from rvfx.agents.neural import kernels as compiled
-    rng = np.random.default_rng(7)
-    B, K, n, p = 64, 5, 12, 7
-    z, b, w, d = hard(rng, (B, K, n)), hard(rng, (K, n)), rng.standard_normal((K, n, p)).astype(np.float32), \
-        rng.standard_normal((B, K, p)).astype(np.float32).transpose(1, 0, 2)
-    runs = []
-    for forward, backward, mask_dtype in ((layers.forward, layers.backward, np.float32),
-                                          (compiled.layer_forward, compiled.layer_backward, np.bool_)):
-        zz, out = z.copy(), np.empty((B, K, p), np.float32)
-        mask = np.empty((B, K, n) if keep else (0, K, n), mask_dtype)
-        forward(zz, b, mask, w, out)
-        run = [zz, out]
-        if keep:
-            wg, bg = np.empty((K, n, p), np.float32), np.empty((K, n), np.float32)
-            dz = backward(zz, mask.astype(np.float32) if mask_dtype is np.float32 else mask, w, d, wg, bg)
-            run += [mask.astype(np.float32), wg, bg, np.ascontiguousarray(dz)]
-        runs.append(run)
-    assert all(same(x, y) for x, y in zip(*runs))
 
 
 @numba_only
@@ -277,16 +249,64 @@ def _agents():
 @numba_only
 def test_sgd_steps_are_byte_identical_with_either_kernels():
     """60 SGD steps from the same replay buffers: weights, targets, Adam's moments and losses equal in bytes."""
-    from rvfx.agents.neural.kernels import Numba
     for agent in _agents():
         runs = []
-        for kernels in (backend.Numpy(), Numba(whole_step=False), Numba()):
+        for kernels in (backend.Numpy(), numba_kernels()):
             a = copy.deepcopy(agent, {id(agent.kernels): kernels})       # the same agent on these kernels
             assert a.net.kernels is kernels and a.ensemble.opt.kernels is kernels
             losses = np.array([a.sgd_step() for _ in range(60)])
             e = a.ensemble
             runs.append([losses, e.flat, e.target_flat, *e.params[:1], *e.target_params[:1], *e.opt.m, *e.opt.v])
-        assert all(same(x, y) for x, y in zip(runs[0], runs[1])) and all(same(x, y) for x, y in zip(runs[0], runs[2]))
+        assert all(same(x, y) for x, y in zip(*runs))
+
+
+def whole_run(params, env, episodes: int, kernels) -> tuple:
+    """(hash of the weights, target and Adam's moments, generator state, logged rows, SGD steps) of a run."""
+    agent = make_ensemble_agent(params, env, np.random.default_rng(3), kernels)
+    log = live(agent, env, episodes, log_every="all")
+    e, h = agent.ensemble, hashlib.sha256()
+    for x in [e.flat, e.target_flat, *e.params[:1], *e.target_params[:1], *getattr(e.opt, "m", []),
+              *getattr(e.opt, "v", [])]:
+        h.update(np.ascontiguousarray(x).tobytes())
+    return h.hexdigest(), str(agent.rng.bit_generator.state), str(log), agent.sgd_steps
+
+
+@numba_only
+@pytest.mark.parametrize("params", [
+    EnsembleParams(K=20, min_replay=500),
+    EnsembleParams(K=5, hidden1=16, hidden2=16, mask="gaussian", td_target="double"),
+    DQNParams(epsilon_anneal_episodes=2),
+    EnsembleParams(K=4, hidden2=0, batch_size=100),
+    EnsembleParams(K=4, hidden1=0, hidden2=0),
+    EnsembleParams(K=3, prior_scale=0.0, mask="none", init="haiku_default", acting_weights="live", target_period=1),
+    EnsembleParams(K=3, optimizer="sgd", learning_rate=1e-2),
+], ids=["K20", "gaussian-double", "dqn", "one-layer", "linear", "no-prior-haiku-live", "sgd"])
+def test_whole_cartpole_runs_are_byte_identical_with_either_kernels(params):
+    """Whole runs with acting between the steps: weights, target, Adam's moments, the generator's state
+    (the minibatch draw is the buffer's own) and every logged return equal."""
+    def env():
+        return CartpoleSwingUp(CartpoleSwingUpParams(), np.random.default_rng(2))
+    reference = whole_run(params, env(), 3, backend.Numpy())
+    assert reference[3] > 1000
+    assert whole_run(params, env(), 3, numba_kernels()) == reference
+
+
+@numba_only
+@pytest.mark.parametrize("params, size", [
+    (EnsembleParams(K=20), 12),
+    (EnsembleParams(K=3, mask="gaussian", prior_scale=0.0, min_replay=32, batch_size=32), 6),
+    (EnsembleParams(K=5, mask="none", hidden2=0), 10),
+    (DQNParams(hidden1=1, epsilon_anneal_episodes=10), 6),
+], ids=["K20", "gaussian-no-prior-small", "one-layer", "dqn-width-1"])
+def test_whole_deep_sea_runs_are_byte_identical_with_either_kernels(params, size):
+    """Deep sea's pixels (repeated states sharing their passes, target values cached per state, W_1's rows
+    updated and copied by rows): the same, on a sea small enough for single distinct states, and with
+    K = 1 and a hidden width of 1 (a bias gradient of one column)."""
+    def env():
+        return DeepSea(DeepSeaParams(size=size), np.random.default_rng(1))
+    reference = whole_run(params, env(), 40, backend.Numpy())
+    assert reference[3] > 100
+    assert whole_run(params, env(), 40, numba_kernels()) == reference
 
 
 @numba_only

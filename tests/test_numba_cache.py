@@ -27,19 +27,6 @@ def test_the_cache_folder_is_made_private_under_the_users_cache(cache_home):
     assert folder.stat().st_mode & 0o777 == 0o700 and folder.stat().st_uid == os.geteuid()
 
 
-def test_the_kernels_sources_name_their_own_subfolder(cache_home, tmp_path):
-    """A change to any file the kernels are compiled from gives them a fresh subfolder (numba checks only each
-    kernel's own file, not the files of the code it calls), private like its parent."""
-    a, b = tmp_path / "a.py", tmp_path / "b.py"
-    a.write_text("x = 1\n")
-    b.write_text("y = 2\n")
-    first = numba_cache.folder([a, b])
-    assert first.parent == cache_home / "rvfx" / "numba" and first.stat().st_mode & 0o777 == 0o700
-    assert numba_cache.folder([a, b]) == first
-    b.write_text("y = 3\n")
-    assert numba_cache.folder([a, b]) not in (first, None)
-
-
 @pytest.mark.parametrize("case", ["open to others", "a link", "under a folder others can write"])
 def test_a_cache_folder_others_could_write_is_not_used(tmp_path, monkeypatch, case):
     private = tmp_path / "private"
@@ -68,7 +55,7 @@ SWEEP = ["run", str(CONFIGS / "deepsea_ensemble.yaml"), "--set", "seeds=2", "--s
 @pytest.mark.skipif(not fused.available(), reason="numba is not installed")
 def test_a_second_process_compiles_nothing_and_writes_the_same_tables(tmp_path, cache_home):
     """Two fresh processes run the same 2-run neural sweep, long enough for SGD steps (past 128
-    transitions: numba's passes and the compiled step): the first fills the cache; the second reads it,
+    transitions: fused passes and the compiled step): the first fills the cache; the second reads it,
     so it adds nothing to it and spends a fraction of the first's CPU; both write the same bytes."""
     rvfx = str(Path(sys.executable).parent / "rvfx")
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "RVFX_KERNELS")}

@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.neural import backend, compiled_step, td
+from rvfx.agents.neural import backend, td
 from rvfx.agents.neural.diagnostics import EnsembleDiagnostics
 from rvfx.agents.neural.ensemble_buffer import Batch, EnsembleBuffer, Mask, MemberBuffers
 from rvfx.agents.neural.mlp import EnsembleMLP, Tape
@@ -176,7 +176,7 @@ def member_td_step(ensemble: PriorEnsemble, tape: Tape, batch: Batch, double: bo
 
     Member k minimises 1/(2B) sum_b (r_kb + discount_kb v_k(s'_kb) - Q_k(s_kb, a_kb))^2 over its own B
     transitions (weight 1; a `weight` False marks the rows of a member whose buffer is still empty, which
-    takes a zero gradient). Plain NumPy (`td`'s functions); the compiled step does not apply. Returns the
+    takes a zero gradient). Plain NumPy (`td`'s functions). Returns the
     mean loss over members.
     """
     q_next = ensemble.value(batch.next_state, target=True, tape=tape, prior=batch.next_prior)    # (K, B, A)
@@ -226,7 +226,7 @@ class EnsembleRLSVI:
                                          prior_actions)
         self._last = None                       # (code, prior) of the last new state
         self._terminal_code = np.zeros(representation.code_shape, representation.code_dtype)
-        self.tape = Tape()
+        self._tape = Tape()
         self._discrete = representation.code_shape == ()
         self.episode = 0
         self.active = 0
@@ -297,13 +297,7 @@ class EnsembleRLSVI:
 
     def sgd_step(self) -> float:
         """Algorithm 8 lines 1-4 for all K members at once; copies to the target every target_period."""
-        if self.params.member_buffers:
-            loss = self._member_td_step()
-        else:
-            idx = self.buffer.draw(self.params.batch_size)
-            loss = compiled_step.sgd_step(self, idx) if compiled_step.applies(self) else None
-            if loss is None:                    # not compiled whole, or a draw the compiled step declines
-                loss = self._td_step(idx)
+        loss = self._td_step()
         if not math.isfinite(loss):
             self._diverged("SGD")
         self.sgd_steps += 1
@@ -313,9 +307,11 @@ class EnsembleRLSVI:
             self.diagnostics.after_sgd_step(self.sgd_steps)
         return loss
 
-    def _td_step(self, idx: np.ndarray) -> float:
-        """`td_step` on the buffer's transitions `idx` (repeated discrete states sharing their passes)."""
-        batch = self.buffer.sample(self.params.batch_size, idx)
+    def _td_step(self) -> float:
+        """`td_step` on a minibatch of the buffer (repeated discrete states sharing their passes)."""
+        if self.params.member_buffers:
+            return self._member_td_step()
+        batch = self.buffer.sample(self.params.batch_size)
         if self._discrete:                      # repeated states share their passes (exact)
             state, first, index = self.kernels.distinct(batch.state)
             next_state, next_first, next_index = self.kernels.distinct(batch.next_state)
@@ -325,7 +321,7 @@ class EnsembleRLSVI:
             batch = batch._replace(state=state, next_state=next_state, prior=prior, next_prior=next_prior,
                                    index=index, next_index=next_index)
         inputs = self.rep.inputs
-        return td_step(self.ensemble, self.tape,
+        return td_step(self.ensemble, self._tape,
                        batch._replace(state=inputs(batch.state), next_state=inputs(batch.next_state)),
                        double=self.params.td_target == "double")
 
@@ -336,7 +332,7 @@ class EnsembleRLSVI:
 
         def inputs(codes):
             return self.rep.inputs(codes.reshape(K * B, *codes.shape[2:])).reshape(K, B, -1)
-        return member_td_step(self.ensemble, self.tape,
+        return member_td_step(self.ensemble, self._tape,
                               batch._replace(state=inputs(batch.state), next_state=inputs(batch.next_state)),
                               double=self.params.td_target == "double")
 

@@ -1,14 +1,13 @@
-"""The passes of the SGD step (Algorithm 8) in NumPy: the reference that the fast extra's numba kernels
-(`kernels`) compute with the same bits, each of those in one loop over memory. They are the hidden
-layers' bias and ReLU and its derivative, the members' products and the output bias's gradient, Adam,
-the TD errors and their value gradient (eq. 5.7), the distinct states of a minibatch of discrete
-states, and the target's copy of W_1's changed rows.
+"""The element-wise passes of the SGD step (Algorithm 8) in NumPy: the reference that the fast extra's
+numba kernels (`kernels`) compute with the same bits, each in one loop over memory. They are the hidden
+layers' bias and ReLU and its derivative, Adam, the TD errors and their value gradient (eq. 5.7), the
+distinct states of a minibatch of discrete states, and the target's copy of W_1's changed rows. Which
+of the two an agent's networks run is its `kernels` (`backend`).
 
 Both do the same floating-point operations in the same order per element (tests/test_fused.py): no
 fastmath, no FMA contraction (numba's default), float64 where NumPy uses it. The bias gradient's sum
-over the batch adds rows in order 0..B-1, which is the order of NumPy's `add.reduce` along a
-non-contiguous axis (no pairwise summation there), from 0.0. Which of the two an agent runs is its
-`backend`.
+over the batch adds rows in order 0..B-1 from 0.0, as NumPy's `add.reduce` along a non-contiguous axis
+(no pairwise summation there; over one column, contiguous, NumPy's is pairwise, and so is used).
 """
 from __future__ import annotations
 
@@ -53,21 +52,6 @@ def relu_grad_sum(d: np.ndarray, mask: np.ndarray, out: np.ndarray) -> None:
     """d <- d * mask in place and out <- sum over rows of d (the next bias gradient); d (B, n), out (n,)."""
     d *= mask
     np.add.reduce(d, axis=0, out=out)
-
-
-def member_products(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """out[k] <- a[k] @ b[k] for each member k: (K, m, n) @ (K, n, p) -> (K, m, p), any strides."""
-    np.matmul(a, b, out=out)
-
-
-def batch_sum(d: np.ndarray, out: np.ndarray) -> None:
-    """out (K, W) <- the sum over b of d (K, B, W): one contiguous row reduction when d is a view of a
-    (B, K, W) buffer (the output bias's gradient)."""
-    bk = d.transpose(1, 0, 2)
-    if bk.flags.c_contiguous and out.flags.c_contiguous:
-        np.add.reduce(bk.reshape(bk.shape[0], -1), axis=0, out=out.reshape(-1))
-    else:
-        np.add.reduce(d, axis=1, out=out)
 
 
 def adam(p, g, m, v, b1w, b2, stepw, eps, one) -> None:
@@ -125,8 +109,8 @@ def copy_rows(dst, src, rows) -> None:
 
 
 def available() -> bool:
-    """numba is installed (the compiled kernels are possible); not imported here, since its import alone
-    takes about a second."""
+    """numba is installed (the compiled kernels are possible); not imported here, so that its cache
+    folder is set before it loads (kernels)."""
     return importlib.util.find_spec("numba") is not None
 
 

@@ -1,54 +1,34 @@
-"""The numba kernels (the `fast` extra), with `fused`'s bits: its passes compiled, each one loop over
-memory; `layers`' forward and backward compiled over them; and the SGD step on one-hot inputs compiled
-whole (`keyed_step`, see compiled_step). `Numba` is the kernels object an agent holds.
-
-Each pass is registered as numba's implementation of its NumPy original (numba.extending.overload),
-so that `layers`, written once over NumPy's passes, compiles to these. The members' products call the
-BLAS `sgemm` of SciPy's documented Cython interface (scipy.linalg.cython_blas), by a symbol name bound
-to its address in each process (no address is kept in numba's cache); they give np.matmul's bits where
-SciPy's BLAS rounds as NumPy's does, which `unfaithful` checks before they are used. Everything is
-compiled on first use into numba_cache's private folder, once per machine and version of these sources.
+"""The numba kernels (the `fast` extra): `fused`'s passes compiled, each one loop over memory, with the
+same bits; `Numba` is the kernels object an agent holds (`backend`). One module, so that numba's on-disk
+cache, which it checks against this file's size and time, is never stale for a kernel that another
+calls: they are compiled once per machine into numba_cache.folder() (a private folder, checked), or in
+each process where there is none.
 
 error_model="numpy" lets a quotient by zero be inf or nan as in NumPy (Python's model would test and
 raise, which also keeps the loops from vectorising).
 """
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
-import llvmlite.binding
-import numba
 import numpy as np
-from numba.extending import get_cython_function_address, overload
 
-from rvfx.agents.neural import fused, layers, numba_cache
+from rvfx.agents.neural import numba_cache
 
-FOLDER = numba_cache.folder(sources=[Path(__file__), Path(layers.__file__)])
-if FOLDER is not None:
-    numba.config.CACHE_DIR = str(FOLDER)     # read as each kernel below is made
+FOLDER = numba_cache.folder()
+if FOLDER is not None:                       # read by numba as it loads, hence before it
+    os.environ["NUMBA_CACHE_DIR"] = str(FOLDER)
+
+import numba  # noqa: E402
+
+from rvfx.agents.neural import fused  # noqa: E402  (its pass where NumPy's sum is pairwise)
 
 WIDE = np.float64
-OPTIONS = {"nogil": True, "error_model": "numpy", "fastmath": False}
-jit = numba.njit(cache=FOLDER is not None, **OPTIONS)
-
-SGEMM = "rvfx_scipy_sgemm"
-llvmlite.binding.add_symbol(SGEMM, get_cython_function_address("scipy.linalg.cython_blas", "sgemm"))
-sgemm = numba.types.ExternalFunction(SGEMM, numba.types.void(*[numba.types.intp] * 13))   # Fortran: by address
-NO_TRANS, TRANS = ord("N"), ord("T")
+jit = numba.njit(cache=FOLDER is not None and numba.config.CACHE_DIR == str(FOLDER), nogil=True,
+                 error_model="numpy", fastmath=False)
 
 
-def compiled(reference):
-    """Register the decorated function as numba's implementation of `reference` (one of `fused`'s passes),
-    where compiled code calls it, and return it compiled for Python's calls."""
-    def register(impl):
-        overload(reference, jit_options=OPTIONS, strict=False)(lambda *args: impl)
-        return jit(impl)
-    return register
-
-
-# --- fused's passes --------------------------------------------------------------------------------
-
-@compiled(fused.bias_relu)
+@jit
 def bias_relu(z, b, mask):
     zero, unit = z.dtype.type(0.0), z.dtype.type(1.0)
     for i in range(z.shape[0]):
@@ -58,8 +38,7 @@ def bias_relu(z, b, mask):
             z[i, j] = x * r                    # x * 0 as NumPy: -0.0 below zero, nan stays nan
             mask[i, j] = r                     # a bool mask (1 byte) stores r != 0
 
-
-@compiled(fused.relu)
+@jit
 def relu(z, b):
     zero, unit = z.dtype.type(0.0), z.dtype.type(1.0)
     for i in range(z.shape[0]):
@@ -67,8 +46,7 @@ def relu(z, b):
             x = z[i, j] + b[j]
             z[i, j] = x * (unit if x > zero else zero)
 
-
-@compiled(fused.relu_grad_sum)
+@jit
 def relu_grad_sum(d, mask, out):
     zero, unit = d.dtype.type(0.0), d.dtype.type(1.0)
     if d.shape[0] == 0:
@@ -86,49 +64,6 @@ def relu_grad_sum(d, mask, out):
 
 
 @jit
-def gemm(a, b, c, ints, scalars):
-    """c <- c + a @ b (float32 matrices, each with a unit stride: row- or column-major) as NumPy's matmul
-    has OpenBLAS compute a @ b: row-major c = a b is column-major c^T = b^T a^T, the call NumPy's row-major
-    one becomes inside OpenBLAS. `ints` (8 int32) and `scalars` (2 float32) hold the call's arguments."""
-    size = a.itemsize
-    ints[0] = NO_TRANS if b.strides[1] == size else TRANS
-    ints[5] = (b.strides[0] if b.strides[1] == size else b.strides[1]) // size
-    ints[1] = NO_TRANS if a.strides[1] == size else TRANS
-    ints[6] = (a.strides[0] if a.strides[1] == size else a.strides[1]) // size
-    ints[2], ints[3], ints[4], ints[7] = c.shape[1], c.shape[0], a.shape[1], c.strides[0] // size
-    scalars[0] = scalars[1] = 1.0
-    sgemm(ints[0:].ctypes.data, ints[1:].ctypes.data, ints[2:].ctypes.data, ints[3:].ctypes.data,
-          ints[4:].ctypes.data, scalars[0:].ctypes.data, b.ctypes.data, ints[5:].ctypes.data, a.ctypes.data,
-          ints[6:].ctypes.data, scalars[1:].ctypes.data, c.ctypes.data, ints[7:].ctypes.data)
-
-
-@compiled(fused.member_products)
-def member_products(a, b, out):
-    # Added to `out` zeroed in one pass: where out[k] is a strided block of an activation, NumPy's beta 0
-    # has OpenBLAS zero each of its rows with a call of its own, then add the product (the same bits).
-    ints, scalars = np.empty(8, np.int32), np.empty(2, np.float32)
-    for i in range(out.shape[1]):
-        for k in range(out.shape[0]):
-            for j in range(out.shape[2]):
-                out[k, i, j] = 0.0
-    for k in range(out.shape[0]):
-        gemm(a[k], b[k], out[k], ints, scalars)
-
-
-@compiled(fused.batch_sum)
-def batch_sum(d, out):
-    # d a (K, B, W) view of (B, K, W) memory, as the compiled step hands it: NumPy's reduction of its rows
-    zero = d.dtype.type(0.0)
-    for k in range(d.shape[0]):                # in sample order, from 0.0 as NumPy's sum
-        for w in range(d.shape[2]):
-            out[k, w] = zero + d[k, 0, w]
-    for b in range(1, d.shape[1]):
-        for k in range(d.shape[0]):
-            for w in range(d.shape[2]):
-                out[k, w] += d[k, b, w]
-
-
-@compiled(fused.adam)
 def adam(p, g, m, v, b1w, b2, stepw, eps, one):
     # The quotient m~ / s in p's dtype: a float32 division is float64's rounded (`Adam._update`) at a
     # quarter of its cost, but x86 takes a microcode slow path on a subnormal operand, and unused
@@ -168,15 +103,9 @@ def adam(p, g, m, v, b1w, b2, stepw, eps, one):
                 p[i] = p[i] - dt(WIDE(q) * stepw)
 
 
-@compiled(fused.adam_rows)
-def adam_rows(p, rows, g, m, v, b1w, b2, stepw, eps, one):
-    for r in range(rows.shape[0]):
-        adam(p[rows[r]], g[r], m[rows[r]], v[rows[r]], b1w, b2, stepw, eps, one)
-
-
 # bootstrap and td loop over samples, then members: the order of the (U, K, A) memory under the
 # (K, U, A) views they are handed (each element is computed alone, so the order changes no bit)
-@compiled(fused.bootstrap)
+@jit
 def bootstrap(q_next, online_next, v):
     for u in range(q_next.shape[1]):
         for k in range(q_next.shape[0]):
@@ -199,8 +128,7 @@ def bootstrap(q_next, online_next, v):
                             best, top = a, y
                 v[k, u] = q_next[k, u, best]
 
-
-@compiled(fused.td)
+@jit
 def td(q, v, action, reward, discount, weight, rows, next_rows, scale, delta, g, dout):
     zero, two = delta.dtype.type(0.0), delta.dtype.type(2.0)
     shared = reward.shape[0] == 1
@@ -224,8 +152,7 @@ def td(q, v, action, reward, discount, weight, rows, next_rows, scale, delta, g,
                 for c in range(dout.shape[2]):
                     dout[k, b, c] = d * scale if c == a else zero
 
-
-@compiled(fused.distinct)
+@jit
 def distinct(codes):
     order = np.argsort(codes, kind="mergesort")     # stable: a group's first is its first sample
     state, first = np.empty_like(codes), np.empty_like(order)
@@ -239,179 +166,32 @@ def distinct(codes):
         index[b] = n - 1
     return state[:n], first[:n], index
 
+@jit
+def adam_rows(p, rows, g, m, v, b1w, b2, stepw, eps, one):
+    for r in range(rows.shape[0]):
+        adam(p[rows[r]], g[r], m[rows[r]], v[rows[r]], b1w, b2, stepw, eps, one)
 
-@compiled(fused.copy_rows)
+@jit
 def copy_rows(dst, src, rows):
     for r in range(rows.shape[0]):             # in place, no gathered copy in between
         dst[rows[r]] = src[rows[r]]
 
 
-layer_forward = jit(layers.forward)
-layer_backward = jit(layers.backward)
-
-
-# --- the SGD step on one-hot inputs, compiled whole (compiled_step) --------------------------------
-
-@jit
-def _param(flat, starts, r, shape):
-    """Parameter r (W_1, b_1, W_2, ...) of the members, laid out as `PriorEnsemble` packs them."""
-    return flat[starts[r]:starts[r + 1]].reshape(shape)
-
-
-@jit
-def _activation(z, sizes, K, rows, l):
-    """Layer l's (rows, K, sizes[l + 1]) activation in the scratch `z`, after the layers before it."""
-    start = rows * K * (sizes[1:l + 1].sum())
-    return z[start:start + rows * K * sizes[l + 1]].reshape(rows, K, sizes[l + 1])
-
-
-@jit
-def values(w1, flat, net, keys, prior, work, keep, out):
-    """out (rows, K, A) <- Q of the one-hot inputs `keys` (`PriorEnsemble.value`): W_1's rows, the hidden
-    layers (`layers.forward`, their activations and ReLU' kept in `work` when `keep`), the output's bias,
-    plus the prior table's rows (none where it is empty)."""
-    sizes, U, K = net.sizes, keys.shape[0], out.shape[1]
-    L = sizes.shape[0] - 1
-    z = _activation(work.z, sizes, K, U, 0)
-    first = z.reshape(U, K * sizes[1])
-    for i in range(U):
-        first[i] = w1[keys[i]]
-    for l in range(1, L):
-        n = sizes[l]
-        mask = _activation(work.masks, sizes, K, U if keep else 0, l - 1)
-        nxt = _activation(work.z, sizes, K, U, l)
-        layer_forward(z, _param(flat, net.starts, 2 * l - 1, (K, n)), mask,
-                       _param(flat, net.starts, 2 * l, (K, n, sizes[l + 1])), nxt)
-        z = nxt
-    bias = _param(flat, net.starts, 2 * L - 1, (K, sizes[L]))
-    for u in range(U):
-        for k in range(K):
-            for a in range(sizes[L]):
-                out[u, k, a] = z[u, k, a] + bias[k, a]
-                if prior.shape[0]:
-                    out[u, k, a] += prior[keys[u], k, a]
-
-
-@jit
-def _gather(idx, memory, work):
-    """`EnsembleBuffer.sample`'s fields of the transitions idx: actions, rewards (plus each member's
-    noise), discounts and bootstrap bits."""
-    for i in range(idx.shape[0]):
-        j = idx[i]
-        work.act[i] = memory.action[j]
-        work.disc[i] = memory.discount[j]
-        for r in range(work.rew.shape[0]):
-            work.rew[r, i] = memory.reward[j] + memory.noise[j, r] if memory.noise.shape[0] else memory.reward[j]
-        for k in range(work.weight.shape[1] if work.weight.shape[0] else 0):
-            work.weight[i, k] = memory.mask[j, k]
-
-
-@jit
-def keyed_step(idx, memory, net, caches, adam_state, work):
-    """`td_step` and Adam's step on the transitions idx for one-hot inputs (`compiled_step`); False, with
-    nothing changed, where a pass would have a single row (a single distinct or fresh state)."""
-    _gather(idx, memory, work)
-    B, K, sizes = idx.shape[0], work.delta.shape[0], net.sizes
-    L, A = sizes.shape[0] - 1, sizes[-1]
-    state, _, index = distinct(memory.code[idx])
-    nxt, _, next_index = distinct(memory.next_code[idx])
-    fresh = nxt[~caches.valid[nxt]]
-    if state.shape[0] < 2 or fresh.shape[0] == 1:
-        return False
-    U, Un, F = state.shape[0], nxt.shape[0], fresh.shape[0]
-    if F:                                       # target values of states not seen since the target's copy
-        values(net.w1_target, net.target, net, fresh, caches.prior, work, False, work.q[:F])
-        for i in range(F):
-            caches.values[fresh[i]] = work.q[i]
-            caches.valid[fresh[i]] = True
-    for i in range(Un):
-        work.q_next[i] = caches.values[nxt[i]]
-    bootstrap(work.q_next[:Un].transpose(1, 0, 2), None, work.v_next[:, :Un])
-    q = work.q[:U]
-    values(net.w1, net.flat, net, state, caches.prior, work, True, q)
-    scale = np.float32(1.0 / B)
-    td(q.transpose(1, 0, 2), work.v_next[:, :Un], work.act, work.rew, work.disc,
-       work.weight.T if work.weight.shape[0] else None, index, next_index, scale, work.delta, work.g, None)
-    for k in range(K):                          # `ensemble.value_gradient`: g * scale, one product
-        for b in range(B):
-            work.scaled[k, b] = work.g[k, b] * scale
-    hot = work.onehot[:B * U * A].reshape(B, U * A)
-    hot[:] = 0.0
-    for b in range(B):
-        hot[b, index[b] * A + work.act[b]] = 1.0
-    dsum = work.dsum[:U * A * K].reshape(U * A, K)
-    dsum[:] = 0.0
-    gemm(hot.T, work.scaled.T, dsum, np.empty(8, np.int32), np.empty(2, np.float32))
-    dout = work.dout[:U * K * A].reshape(U, K, A)
-    for u in range(U):
-        for k in range(K):
-            for a in range(A):
-                dout[u, k, a] = dsum[u * A + a, k]
-    d = dout.transpose(1, 0, 2)                 # `EnsembleMLP.backward`
-    batch_sum(d, _param(net.grad, net.starts, 2 * L - 1, (K, A)))
-    for l in range(L - 1, 0, -1):
-        n = sizes[l]
-        d = layer_backward(_activation(work.z, sizes, K, U, l - 1), _activation(work.masks, sizes, K, U, l - 1),
-                           _param(net.flat, net.starts, 2 * l, (K, n, sizes[l + 1])), d,
-                           _param(net.grad, net.starts, 2 * l, (K, n, sizes[l + 1])),
-                           _param(net.grad, net.starts, 2 * l - 1, (K, n)))
-    for i in range(U):
-        caches.changed[state[i]] = True
-    b1w, b2, stepw, eps, one = adam_state.constants       # `Adam.step`: W_1's rows of the batch, then the rest
-    adam_rows(net.w1, state, _activation(work.z, sizes, K, U, 0).reshape(U, K * sizes[1]), adam_state.m1,
-              adam_state.v1, b1w, b2, stepw, eps, one)
-    adam(net.flat, net.grad, adam_state.m, adam_state.v, b1w, b2, stepw, eps, one)
-    return True
-
-
-# --- the kernels object ----------------------------------------------------------------------------
-
-def _by_blas(x, out) -> bool:
-    """A layer's products go through BLAS's gemm in NumPy too: float32, no dimension of 1 (where NumPy's
-    matmul calls gemv, a dot or a loop of its own) among the batch and the layer's widths."""
-    return x.dtype == np.float32 and min(x.shape[0], x.shape[2], out.shape[2]) > 1
-
-
 class Numba:
-    """numba's kernels (an agent's `kernels`, the fast extra): the passes compiled, and with `whole_step`
-    the SGD step on one-hot inputs compiled whole where it applies (compiled_step). A layer whose
-    products NumPy would not make with gemm runs `layers` over NumPy's passes."""
+    """numba's kernels (an agent's `kernels`, the fast extra): the passes above, with NumPy's bits."""
 
     name = "numba"
+    bias_relu, relu = staticmethod(bias_relu), staticmethod(relu)
     adam, adam_rows, bootstrap = staticmethod(adam), staticmethod(adam_rows), staticmethod(bootstrap)
-    td, distinct, copy_rows, keyed_step = staticmethod(td), staticmethod(distinct), staticmethod(copy_rows), \
-        staticmethod(keyed_step)
+    td, distinct, copy_rows = staticmethod(td), staticmethod(distinct), staticmethod(copy_rows)
 
-    def __init__(self, whole_step: bool = True):
-        self.whole_step = whole_step
+    @staticmethod
+    def relu_grad_sum(d, mask, out) -> None:
+        """The kernel's, rows in order; for one column, which NumPy sums as contiguous memory (pairwise),
+        NumPy's own pass."""
+        (fused.relu_grad_sum if d.shape[1] == 1 else relu_grad_sum)(d, mask, out)
 
     @staticmethod
     def mask_dtype(dtype) -> np.dtype:
         """ReLU' kept as bytes: a quarter of the memory traffic of 0/1 floats."""
         return np.dtype(np.bool_)
-
-    @staticmethod
-    def hidden_forward(z, bias, mask, weight, out) -> None:
-        (layer_forward if _by_blas(z, out) else layers.forward)(z, bias, mask, weight, out)
-
-    @staticmethod
-    def hidden_backward(inp, mask, weight, d, weight_grad, bias_grad):
-        return (layer_backward if _by_blas(inp, d) else layers.backward)(inp, mask, weight, d, weight_grad, bias_grad)
-
-
-def unfaithful() -> str | None:
-    """Why the compiled products would not give np.matmul's bits here (SciPy's BLAS rounds otherwise than
-    NumPy's), or None: each kind of the step's products, on random operands with a row and a column of
-    signed zeros, over batch and layer widths from 2 to 128."""
-    rng = np.random.default_rng(0)
-    for m, n, p in ((2, 2, 2), (3, 50, 2), (17, 50, 50), (85, 50, 3), (128, 16, 64), (128, 50, 50), (40, 128, 20)):
-        x, w, d = (rng.standard_normal(s).astype(np.float32) for s in ((m, 3, n), (3, n, p), (m, 3, p)))
-        x[0], w[:, :, 0], d[:, :, 0] = -0.0, -0.0, -0.0
-        for a, b, out in ((x.transpose(1, 0, 2), w, np.empty((m, 3, p), np.float32).transpose(1, 0, 2)),
-                          (x.transpose(1, 2, 0), d.transpose(1, 0, 2), np.empty((3, n, p), np.float32)),
-                          (d.transpose(1, 0, 2), w.transpose(0, 2, 1), np.empty((m, 3, n), np.float32).transpose(
-                              1, 0, 2))):
-            member_products(a, b, out)
-            if out.tobytes() != np.matmul(a, b).tobytes():
-                return f"SciPy's BLAS gives other bits than NumPy's matmul on a {a.shape} @ {b.shape} product"
-    return None

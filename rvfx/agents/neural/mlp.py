@@ -9,7 +9,7 @@ members differ by their weights, priors and data perturbations), so:
   block's rows of W_1, one small (n, width) @ (width, K*H) product per distinct block in the batch;
 - every later layer is one batched matmul (K, B, in) @ (K, in, out) on strided
   views of (B, K, H) activations, whose bias adds and ReLUs run over long
-  contiguous rows (`layers`, run by the network's `kernels`: NumPy's or numba's);
+  contiguous rows (the passes of the network's `kernels`: NumPy's, or numba's);
 - the gradient of a one-hot or block layer is a `SparseRows`, of the rows seen in the batch.
 
 Activations live in a `Tape`'s buffers, reused across calls. Everything is float32 unless asked
@@ -22,8 +22,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rvfx.agents.neural import backend, fused
+from rvfx.agents.neural import backend
 from rvfx.agents.neural.sparse import BlockInput, SparseRows, row_sums
+
+
+def _sum_batch(d: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """sum over b of d (K, B, W): a contiguous row reduction when d is a view of a (B, K, W) buffer."""
+    bk = d.transpose(1, 0, 2)
+    if bk.flags.c_contiguous and (out is None or out.flags.c_contiguous):
+        flat = bk.reshape(bk.shape[0], -1)
+        if out is None:
+            return np.add.reduce(flat, axis=0).reshape(d.shape[0], d.shape[2])
+        np.add.reduce(flat, axis=0, out=out.reshape(-1))
+        return out
+    return np.add.reduce(d, axis=1, out=out)
 
 
 def glorot_uniform(rng: np.random.Generator, shape: tuple) -> np.ndarray:
@@ -90,8 +102,8 @@ class EnsembleMLP:
     `index_input`; or a `BlockInput` when `block_size` > 0 (input_dim is then a
     multiple of it, W_1 read as (input_dim / block_size, block_size, K, H_1));
     or (K, B, in) floats, member k's own minibatch x[k] (per-member buffers).
-    Output is (K, B, output_dim). The hidden layers run on `kernels` (`backend`; its choice for the
-    process unless given).
+    Output is (K, B, output_dim). The element-wise passes are `kernels`' (`backend`; the process's
+    choice unless given).
     """
 
     def __init__(self, input_dim: int, hidden: Sequence[int], output_dim: int,
@@ -189,13 +201,18 @@ class EnsembleMLP:
             np.matmul(x, w1, out=z.reshape(B, K * width))
         acts, masks = [], []
         keep = grad and tape is not None
-        mask_dt = self.kernels.mask_dtype(dt)
+        mask_dt = self.kernels.mask_dtype(dt) if keep else None
         for l in range(1, self.num_layers):                # z <- relu(z + b_l), with ReLU' for backward
-            mask = new(f"m{l}", z.shape if keep else (0, *z.shape[1:]), mask_dt)
-            nxt = new(f"z{l}", (B, K, self.sizes[l + 1]), dt)
-            self.kernels.hidden_forward(z, params[2 * l - 1], mask, params[2 * l], nxt)
+            n = K * self.sizes[l]
+            if keep:
+                mask = new(f"m{l}", z.shape, mask_dt)
+                self.kernels.bias_relu(z.reshape(B, n), params[2 * l - 1].reshape(n), mask.reshape(B, n))
+                masks.append(mask)
+            else:
+                self.kernels.relu(z.reshape(B, n), params[2 * l - 1].reshape(n))
             acts.append(z)
-            masks.append(mask)
+            nxt = new(f"z{l}", (B, K, self.sizes[l + 1]), dt)
+            np.matmul(z.transpose(1, 0, 2), params[2 * l], out=nxt.transpose(1, 0, 2))
             z = nxt
         z += params[-1]
         if tape is not None:
@@ -214,13 +231,18 @@ class EnsembleMLP:
         K, B = dout.shape[0], dout.shape[1]
         grads: list = [None] * (2 * self.num_layers)
         out = out if out is not None else grads
-        for r in range(1, len(grads)):
-            grads[r] = out[r] if out[r] is not None else np.empty(params[r].shape, self.dtype)
-        fused.batch_sum(dout, grads[-1])
         d = dout                                              # (K, B, width), any strides
-        for l in range(self.num_layers - 1, 0, -1):           # the tape's activations become gradients
-            d = self.kernels.hidden_backward(tape.acts[l - 1], tape.masks[l - 1], params[2 * l], d, grads[2 * l],
-                                             grads[2 * l - 1])
+        grads[-1] = _sum_batch(d, out[-1])
+        for l in range(self.num_layers - 1, 0, -1):
+            inp = tape.acts[l - 1]                            # (B, K, in) post-ReLU
+            grads[2 * l] = np.matmul(inp.transpose(1, 2, 0), d, out=out[2 * l])
+            prev = inp                                        # read for the last time above: reuse it
+            np.matmul(d, params[2 * l].transpose(0, 2, 1), out=prev.transpose(1, 0, 2))   # W^T as a view
+            bias = out[2 * l - 1] if out[2 * l - 1] is not None else np.empty(params[2 * l - 1].shape, prev.dtype)
+            n = K * self.sizes[l]
+            self.kernels.relu_grad_sum(prev.reshape(B, n), tape.masks[l - 1].reshape(B, n), bias.reshape(n))
+            grads[2 * l - 1] = bias                           # ReLU', then the sum over the batch
+            d = prev.transpose(1, 0, 2)
         width = self.sizes[1]
         d_bk = d.transpose(1, 0, 2)                           # (B, K, width)
         if self.index_input:

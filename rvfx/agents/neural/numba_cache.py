@@ -4,24 +4,19 @@ numba's cache holds pickles that it loads and machine code that it runs, so it g
 folder no other user can write: NUMBA_CACHE_DIR when set, else $XDG_CACHE_HOME/rvfx/numba (default
 ~/.cache/rvfx/numba), made 0700, used only when it is a folder (not a link) of this user's, with no
 access for others, under parents that only this user or root can write (a sticky /tmp aside). numba
-itself drops an entry whose source file (size, time), numba version or CPU differ; but a kernel
-compiled from one file that calls code of another (numba's implementations of `fused`'s passes, in
-`kernels`, inside `layers`' functions) would outlive a change to the other, so the kernels' sources
-name a subfolder by their hash. Anywhere else the kernels are compiled in each process and nothing is
-read.
+itself drops an entry whose source file (size, time), numba version or CPU differ. Anywhere else the
+kernels are compiled in each process and nothing is read.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import warnings
 from pathlib import Path
 
 
-def folder(sources: list[Path] = ()) -> Path | None:
-    """The checked cache folder (made if missing), or None with a warning saying why there is none; with
-    `sources`, its subfolder for their contents."""
+def folder() -> Path | None:
+    """The checked cache folder (made if missing), or None with a warning saying why there is none."""
     if not hasattr(os, "geteuid"):
         return None                      # no owners to check (Windows): no cache
     named = os.environ.get("NUMBA_CACHE_DIR")
@@ -39,14 +34,7 @@ def folder(sources: list[Path] = ()) -> Path | None:
         return _none(path, f"is open to others (mode {stat.S_IMODE(own.st_mode):o}, not 700)")
     if any(p.st_uid not in (0, me) or p.st_mode & 0o022 and not p.st_mode & stat.S_ISVTX for p in parents):
         return _none(path, "lies under a folder another user can write")
-    if not sources:
-        return path
-    try:
-        tagged = path / hashlib.sha256(b"".join(Path(s).read_bytes() for s in sources)).hexdigest()[:16]
-        tagged.mkdir(mode=0o700, exist_ok=True)
-    except OSError as err:
-        return _none(path, f"cannot be made or read ({err.strerror or err})")
-    return tagged
+    return path
 
 
 def _none(path: Path, why: str) -> None:

@@ -23,10 +23,7 @@ class PriorEnsemble:
     Keyed inputs (a finite set of inputs named by an integer key: index inputs are
     their own key; a `BlockInput` carries `key` when `key_inputs`, the inputs of keys
     0..n-1, are given) get two exact caches: beta * f(theta0; .) of every key,
-    computed once (`prior_table`), and target values per key (`target_cache`), valid
-    until the next `sync_target` (`target_valid`). `flat_grad` holds the dense
-    parameters' gradient, laid out as `flat`; `changed_rows` marks the rows of W_1
-    changed since the target's last copy.
+    computed once, and target values per key, valid until the next `sync_target`.
     """
 
     def __init__(self, net: EnsembleMLP, num_members: int, rng: np.random.Generator,
@@ -45,12 +42,12 @@ class PriorEnsemble:
         self.params = init[:first] + views
         self.target_flat, target_views = pack(init[first:])
         self.target_params = [p.copy() for p in init[:first]] + target_views
-        self.flat_grad, grad_views = pack(init[first:])          # backward writes straight into it
+        self._flat_grad, grad_views = pack(init[first:])          # backward writes straight into it
         self._grad_out = [None] * first + grad_views
-        self.changed_rows = np.zeros(net.sizes[0], bool) if self.sparse else None
+        self._dirty = np.zeros(net.sizes[0], bool) if self.sparse else None
         if self.keyed:
-            self.target_cache = np.zeros((num_keys, num_members, net.sizes[-1]), net.dtype)
-            self.target_valid = np.zeros(num_keys, bool)
+            self._target_cache = np.zeros((num_keys, num_members, net.sizes[-1]), net.dtype)
+            self._target_valid = np.zeros(num_keys, bool)
         self.opt = make_optimizer(optimizer, self._opt_params(), learning_rate, net.kernels)
         self.prior_params = net.init(rng, num_members) if self.prior_scale else None
         self._prior_tape, self._fresh_tape = Tape(), Tape()
@@ -67,7 +64,7 @@ class PriorEnsemble:
         self.__dict__.update(state)
         first = 1 if self.sparse else 0
         for flat, params in ((self.flat, self.params), (self.target_flat, self.target_params),
-                             (self.flat_grad, self._grad_out)):
+                             (self._flat_grad, self._grad_out)):
             i = 0
             for j in range(first, len(params)):
                 n = params[j].size
@@ -105,15 +102,15 @@ class PriorEnsemble:
         """
         if target and self.keyed:
             keys = self._keys(x)
-            miss = ~self.target_valid[keys]
+            miss = ~self._target_valid[keys]
             if miss.any():
                 fresh, first, _ = self.net.kernels.distinct(keys[miss])
                 xf = fresh if self.net.index_input else x.take(np.flatnonzero(miss)[first])
                 v = self.net.forward(self.target_params, xf, self._fresh_tape if tape is None else tape, grad=False)
                 p = self.prior(xf)
-                self.target_cache[fresh] = (v if p is None else v + p).transpose(1, 0, 2)
-                self.target_valid[fresh] = True
-            return self.target_cache[keys].transpose(1, 0, 2)
+                self._target_cache[fresh] = (v if p is None else v + p).transpose(1, 0, 2)
+                self._target_valid[fresh] = True
+            return self._target_cache[keys].transpose(1, 0, 2)
         f = self.net.forward(self.target_params if target else self.params, x, tape, grad=not target)
         p = self.prior(x) if prior is None else prior
         if p is not None:
@@ -137,18 +134,18 @@ class PriorEnsemble:
         """One optimiser step on sum(dout * Q(x)) for the pass recorded on `tape`."""
         grads = self.net.backward(self.params, tape, dout, self._grad_out)
         if self.sparse:
-            self.changed_rows[grads[0].rows] = True
-            self.opt.step(self._opt_params(), [grads[0], self.flat_grad])
+            self._dirty[grads[0].rows] = True
+            self.opt.step(self._opt_params(), [grads[0], self._flat_grad])
         else:
-            self.opt.step(self._opt_params(), [self.flat_grad])
+            self.opt.step(self._opt_params(), [self._flat_grad])
 
     def sync_target(self) -> None:
         """theta^- <- theta (the target network of the TD loss, eq. 5.7); only changed rows of W_1."""
         np.copyto(self.target_flat, self.flat)
         if self.keyed:
-            self.target_valid[:] = False
+            self._target_valid[:] = False
         if self.sparse:
-            rows = np.flatnonzero(self.changed_rows)
-            n = self.changed_rows.shape[0]
+            rows = np.flatnonzero(self._dirty)
+            n = self._dirty.shape[0]
             self.net.kernels.copy_rows(self.target_params[0].reshape(n, -1), self.params[0].reshape(n, -1), rows)
-            self.changed_rows[rows] = False
+            self._dirty[rows] = False
