@@ -1,4 +1,6 @@
 """Tabular agents: per-episode cost stays flat with history, the speed-up of sufficient statistics,
+how the cost grows with deep sea's size (the backup of deterministic transitions, one term per state
+and action, against the dense product by the next-state table, and the fitted exponent of each),
 `rvfx validate`'s speed model against each tabular agent of the paper's specs (estimate_check), and
 PSRL and UCRL2 against TabulaRL's (Osband's reference code) on deep sea where it is set up:
 RVFX_TABULARL_SRC, TabulaRL's `src` folder, and RVFX_TABULARL_PYTHON, a Python that runs it (2.7 with
@@ -97,6 +99,36 @@ def peer_lines() -> list[str]:
     return lines
 
 
+def size_exponents(name: str = "grlsvi", sizes=(10, 20, 40, 80), rounds: int = 5) -> str:
+    """CPU ms per episode of `name` on deep sea over `sizes` (after 100 episodes), its backup of deterministic
+    transitions and forced dense (the product by the whole next-state table), timed in alternating rounds;
+    and the exponent of a power law fitted to each over the sizes."""
+    ms = {"one term": {}, "dense": {}}
+    for n in sizes:
+        agents = {}
+        for way in ms:
+            agent, env = setup(name, n)
+            agent.deterministic = way == "one term"         # once False it stays False: the dense product
+            live(agent, env, 100)
+            agents[way] = agent, env, []
+        episodes = max(20, 40_000 // n ** 2)
+        for r in range(rounds):
+            for way in (ms if r % 2 == 0 else list(ms)[::-1]):
+                agent, env, times = agents[way]
+                start = time.process_time()
+                live(agent, env, episodes)
+                times.append((time.process_time() - start) / episodes * 1e3)
+        for way in ms:
+            ms[way][n] = float(np.median(agents[way][2]))
+    lines = [f"{name} on deep sea, CPU ms per episode by N (one term per (s, a), the dense product); exponents:"]
+    for way, by_n in ms.items():
+        slope = np.polyfit(np.log(sizes), np.log([by_n[n] for n in sizes]), 1)[0]
+        last = np.log(by_n[sizes[-1]] / by_n[sizes[-2]]) / np.log(sizes[-1] / sizes[-2])
+        lines.append(f"  {way:8s} " + ", ".join(f"N={n} {by_n[n]:.3f}" for n in sizes)
+                     + f"; exponent {slope:.2f} over N={sizes[0]}-{sizes[-1]}, {last:.2f} over {sizes[-2]}-{sizes[-1]}")
+    return "\n".join(lines)
+
+
 def setup(name, n, seed=0):
     env = DeepSea(DeepSeaParams(size=n), np.random.default_rng(seed))
     return make_agent(name, AGENTS[name].params(), env, np.random.default_rng(seed)), env
@@ -144,6 +176,8 @@ def main():
             live(agent, env, 200)
             cells.append(f"N={n} {ms_per_episode(agent, env, 500):.3f}")
         print(f"{name:8s} ms/episode (after 200 episodes): " + ", ".join(cells))
+
+    print(size_exponents())
 
     print("rvfx validate's model against CPU time per episode (deep sea, treasure; the specs' settings)")
     for label, algorithm, values in MODEL_CASES:

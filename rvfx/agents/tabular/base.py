@@ -2,10 +2,13 @@
 
 A time-inhomogeneous MDP with H layers of S states and A actions (deep sea: the
 row is the layer). Agents keep counts, reward sums and next-state counts, so an
-episode's cost does not grow with the history.
+episode's cost does not grow with the history; and, while each (h, s, a) has led to one
+next state only (deterministic transitions, as on deep sea), which one, so that a backup
+can skip the next-state table's zeros (`expected_next`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import field
 from typing import Literal
 
@@ -64,6 +67,8 @@ class TabularAgent(QPolicy):
         self.count = np.zeros(shape)
         self.reward_sum = np.zeros(shape)
         self.next_count = np.zeros(shape + (self.S,))
+        self.next_of = np.zeros(shape, np.int64)         # the next state each (h, s, a) has led to (0 if none)
+        self.deterministic = True                        # no (h, s, a) has yet led to two next states
         self.steps = 0
         self.set_q(np.zeros(shape))
 
@@ -72,8 +77,24 @@ class TabularAgent(QPolicy):
         self.count[h, s, a] += 1
         self.reward_sum[h, s, a] += transition.reward
         if transition.new_state is not None:
-            self.next_count[h, s, a, transition.new_state[1]] += 1
+            s_next = transition.new_state[1]
+            if not self.next_count[h, s, a, s_next]:
+                self.deterministic &= not self.next_count[h, s, a].any()
+                self.next_of[h, s, a] = s_next
+            self.next_count[h, s, a, s_next] += 1
         self.steps += 1
+
+
+def expected_next(next_count: np.ndarray, next_of: np.ndarray | None) -> Callable:
+    """(h, v_next) -> sum over s' of next_count[h, s, a, s'] v_next[s'], (S, A): the product by layer h's table
+    (H, S, A, S), or, with `next_of` (each (h, s, a)'s only next state: deterministic transitions, as on deep
+    sea), that one term, O(S A) a layer instead of O(S^2 A). BLAS's sum over a row with a single nonzero
+    term is that product too, from 0.0 (+ 0.0: -0.0 becomes 0.0 as there): the same bits."""
+    if next_of is None:
+        return lambda h, v: next_count[h] @ v
+    rows = np.arange(next_of.shape[0])[:, None, None]
+    counts = next_count[rows, np.arange(next_of.shape[1])[:, None], np.arange(next_of.shape[2]), next_of]
+    return lambda h, v: counts[h] * v[next_of[h]] + 0.0
 
 
 class TransitionStore:

@@ -6,7 +6,8 @@ a scalar Bayesian update per state-action pair (eq. 5.4 with X^T X = n):
     Q_h(s,a) = (sum of perturbed targets / v + prior sample / lambda) / (n / v + 1 / lambda)
 
 The Gaussian perturbation of the n targets enters only through its sum, drawn
-exactly as N(0, n v); so the cost per episode is O(H S A S), whatever the history.
+exactly as N(0, n v); so the cost per episode is O(H S A S), whatever the history, and
+O(H S A) where transitions are deterministic (deep sea: `expected_next`).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from rvfx.agents.tabular.base import ActRule, TabularAgent, TransitionStore, act_fields
+from rvfx.agents.tabular.base import ActRule, TabularAgent, TransitionStore, act_fields, expected_next
 from rvfx.core.backward_induction import backward_induction
 from rvfx.core.expressions import Expr, evaluate
 
@@ -62,8 +63,9 @@ class TabularRLSVI(TabularAgent):
         if self.perturbation == "gaussian":
             targets += np.sqrt(self.v * count) * self.rng.standard_normal(shape)
         precision = count / self.v + 1.0 / self.lam
+        expected = expected_next(next_count, self.next_of if self.deterministic else None)
 
         def backup(h, v_next):                                      # eq. 5.4, one parameter per (s, a)
-            return ((targets[h] + next_count[h] @ v_next) / self.v + prior[h] / self.lam) / precision[h]
+            return ((targets[h] + expected(h, v_next)) / self.v + prior[h] / self.lam) / precision[h]
 
         self.set_q(backward_induction(backup, self.H, np.zeros(self.S)))
