@@ -78,7 +78,7 @@ class EnsembleDiagnostics:
         buf = self.agent.buffer
         if buf.size == 0:
             return
-        idx = recent_indices(buf.size, buf._next, buf.capacity, self.recent)
+        idx = recent_indices(buf.size, buf.next_slot, buf.capacity, self.recent)
         q = self._values(buf.code[idx])                                      # (K, n, A)
         q_sa = q[:, np.arange(len(idx)), buf.action[idx]]
         g = discounted_returns(buf.reward[idx].astype(np.float64), buf.discount[idx].astype(np.float64))

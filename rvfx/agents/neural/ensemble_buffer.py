@@ -87,6 +87,11 @@ class EnsembleBuffer:
         self._next = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
+    @property
+    def next_slot(self) -> int:
+        """The ring position the next transition goes to (the oldest one's once the ring is full)."""
+        return self._next
+
     def draw(self, batch_size: int) -> np.ndarray:
         """The indices of B transitions drawn uniformly with replacement (the buffer's random stream)."""
         return self.rng.integers(0, self.size, batch_size)
