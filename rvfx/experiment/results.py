@@ -278,16 +278,6 @@ def shard_tables(out, runs, verified: set | None = None) -> tuple[dict[str, pd.D
     return tables, made_by, failures
 
 
-def write_named(path: Path, text: str) -> None:
-    """write_atomic_text, an error naming `path` when the OS does not (a full disk: [Errno 28])."""
-    try:
-        write_atomic_text(path, text)
-    except OSError as err:
-        if err.filename is not None:
-            raise
-        raise OSError(err.errno, err.strerror or str(err), str(path)) from err
-
-
 def not_results(exp_dir: Path) -> str | None:
     """Why `collect` must not write the tables of `exp_dir`, or None: it holds tables but no shards/
     (a record or an export, e.g. figures/paper), whose tables no shard of its own could rebuild."""
@@ -317,21 +307,21 @@ def collect(out, runs, resolved_spec: str | None = None, verified: set | None = 
     for name, df in tables.items():
         written[name] = exp_dir / f"{name}.csv"
         text = df.to_csv(index=False, lineterminator="\n")
-        write_named(written[name], text)
+        write_atomic_text(written[name], text)
         checksums[written[name].name] = hashlib.sha256(text.encode()).hexdigest()
     fail_path = exp_dir / "failures.csv"
     if failures:
         text = pd.DataFrame(failures).to_csv(index=False, lineterminator="\n")
-        write_named(fail_path, text)
+        write_atomic_text(fail_path, text)
         checksums[fail_path.name] = hashlib.sha256(text.encode()).hexdigest()
     for stale in set(exp_dir.glob("*.csv")) - set(written.values()) - {fail_path}:
         stale.unlink()
     if not failures:
         fail_path.unlink(missing_ok=True)
-    write_named(exp_dir / TABLES, json.dumps(dict(sorted(checksums.items())), indent=1, sort_keys=True) + "\n")
+    write_atomic_text(exp_dir / TABLES, json.dumps(dict(sorted(checksums.items())), indent=1, sort_keys=True) + "\n")
     if resolved_spec is not None:
-        write_named(exp_dir / "spec.yaml", resolved_spec)
-    write_named(exp_dir / "provenance.json", provenance_text(made_by))
+        write_atomic_text(exp_dir / "spec.yaml", resolved_spec)
+    write_atomic_text(exp_dir / "provenance.json", provenance_text(made_by))
     return written
 
 
