@@ -67,14 +67,13 @@ def other_sweep(out: str, exp) -> None:
 
 def writable(out: str, exp) -> None:
     """OUT/<experiment>/ can be made and written (a probe file is written, synced and deleted) and has
-    room for a shard, and the user's checkpoint key is usable."""
+    room for a shard, and the user's checkpoint key is usable; after results_folder, which has checked
+    the way to it and its folders."""
     from rvfx.experiment.checkpoint import key_problem
     from rvfx.experiment.memory import shard_bytes
     folder = Path(out) / exp.name
-    _not_under_a_file(out, exp)
     try:
         folders.inside(out, exp.name)
-        folders.experiment_folder(out, exp.name)
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
