@@ -60,8 +60,7 @@ class EnsembleParams:
         "doc": "with mask bootstrap: K separate double-or-nothing buffers (Algorithm 7 literally): member k keeps "
                "each transition of the FIFO window with probability 1/2 and draws its own minibatch of "
                "batch_size from what it kept, weight 1 | false: one minibatch shared by the members, weighted "
-               "2 m_t^k. Dense inputs only (cartpole's observations); its SGD step is NumPy's (the compiled "
-               "step does not apply)"})
+               "2 m_t^k. Dense inputs only (cartpole's observations)"})
     noise_scale: float = field(default=0.1, metadata={"min": 0.0, "doc": "std of the Gaussian reward noise (Alg. 6)"})
     epsilon: float = field(default=0.0, metadata={"min": 0.0, "max": 1.0, "doc": "epsilon-greedy at episode 1"})
     epsilon_final: float = field(default=0.0, metadata={"min": 0.0, "max": 1.0, "doc": "epsilon after annealing"})
