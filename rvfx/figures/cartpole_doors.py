@@ -62,4 +62,11 @@ def draw(results, out):
         ax.set_visible(False)
     fig.tight_layout()
     return (save(fig, out, EXPERIMENT) + write_table(table(summary), out, f"{EXPERIMENT}_summary")
-            + write_table(runs, out, f"{EXPERIMENT}_runs"))
+            + write_table(readable(runs), out, f"{EXPERIMENT}_runs"))
+
+
+def readable(runs):
+    """The per-run readouts as a reader takes them: the final return to 0.1, the first episode over 100
+    a whole number ("never" where no episode passed 100)."""
+    first = runs["first_success"].map(lambda e: "never" if e != e else str(int(e)))
+    return runs.assign(final_return=runs["final_return"].round(1), first_success=first)
