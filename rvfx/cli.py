@@ -301,6 +301,7 @@ def scorecard(target, scale, jobs, out, figures_dir):
 def report(results_dir, out, claims_path, readme, docs_dir, strict, check):
     """Test every claim of claims.yaml on the result tables: verdicts in OUT/report.md and OUT/report.html."""
     from rvfx.report.claims import evaluate
+    from rvfx.report.folder import ResultsFolder
     from rvfx.report.readme import check_files, write_files
     from rvfx.report.registry import RegistryError, load_registry
     from rvfx.report.render import paper_claims, scale_banner, summary_line
@@ -308,8 +309,9 @@ def report(results_dir, out, claims_path, readme, docs_dir, strict, check):
     pages = [Path(p) for p in readme] + (sorted(Path(docs_dir).rglob("*.md")) if docs_dir else [])
     try:
         registry = load_registry(claims_path)
-        outcomes = evaluate(registry, Path(results_dir))
-        scale, modified = results_scale(Path(results_dir)), modified_runs(Path(results_dir))
+        folder = ResultsFolder(results_dir)        # each table and spec.yaml read once, for all three
+        outcomes = evaluate(registry, folder)
+        scale, modified = results_scale(folder), modified_runs(folder)
         click.echo(scale_banner(scale, modified, outcomes)[1])
         if check:
             problems = check_files(registry, outcomes, Path(out), scale, pages, modified)

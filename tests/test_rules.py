@@ -17,8 +17,9 @@ import pytest
 import yaml
 from cli_helpers import CONFIGS, invoke
 
+from rvfx.report.claims import GROUP_JUDGES
 from rvfx.report.registry import RegistryError, load_registry
-from rvfx.report.rules import RULES, TOLERANCE
+from rvfx.report.rules import GROUP_RULES, ONE_ESTIMATE_RULES, RULES, TOLERANCE
 
 CLAIMS = CONFIGS.parent / "claims.yaml"
 EXPERIMENT = "deepsea_tabular_scaling"      # any experiment of a registered figure would do
@@ -291,3 +292,9 @@ def test_median_learning_time_takes_no_parameter(tmp_path):
     load_registry(_with_fig5(tmp_path, statistic=MEDIAN))
     with pytest.raises(RegistryError, match="statistic: statistic median_learning_time takes nothing$"):
         load_registry(_with_fig5(tmp_path, statistic={**MEDIAN, "column": "learning_time"}))
+
+
+def test_every_rule_kind_is_judged_by_one_function():
+    """A rule on one estimate (rules.ONE_ESTIMATE_RULES) or comparing levels (claims.GROUP_JUDGES), never both."""
+    assert set(GROUP_JUDGES) == GROUP_RULES and not set(ONE_ESTIMATE_RULES) & GROUP_RULES
+    assert set(ONE_ESTIMATE_RULES) | GROUP_RULES == set(RULES)

@@ -11,6 +11,7 @@ experiments run under settings other than their spec's; a README may quote any c
 files or blocks differ from a recomputation.
 
 One idea per module, each importing only modules listed before it:
+  folder      one results folder as a command reads it: each table and spec.yaml read once, and kept
   settings    how each experiment folder was run: its scale, and settings other than its shipped spec's
   grammar     claims.yaml's conditions (where, criterion, set), parsed and evaluated on a table, never run
   tables      the tables a claim reads (as written, derived or computed), and its row filters

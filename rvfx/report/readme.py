@@ -99,38 +99,51 @@ def glance_markdown(registry: dict, outcomes: list, pages: dict, at: Path) -> st
     regret" gives "Fig. 4" and "PSRL has the lowest regret"."""
     sections = figure_sections(pages, registry)
     paper, beyond = layout(outcomes)
-    main_figure = {o.claim["id"]: o.claim["figure"] for o in paper}
-    by_figure: dict = {}
-    for o in paper:             # an other reading goes in the row of its main claim's figure
-        main = o.claim["reading"]["of"] if role(o.claim) == "reading" else o.claim["id"]
-        by_figure.setdefault(main_figure[main], []).append(o)
+    by_figure = _by_main_figure(paper)
     claimed = {o.claim["figure"] for o in outcomes}
-    rows = []
-    for fig, entry in registry["figures"].items():
-        if fig not in by_figure and ("paper" not in entry or fig not in claimed):
-            continue
-        page, heading = sections.get(fig, (None, ""))
-        group = by_figure.get(fig, [])
-        label = entry.get("paper") or group[0].claim["paper"]      # rvfx's own figure: its claim's label
-        result, _, words = heading.partition(": ") if ": " in heading else (label.split(" (")[0], "",
-                                                                             heading or label)
-        link = f"[{Path(page).stem}]({Path(os.path.relpath(page, Path(at).parent)).as_posix()})" if page else "–"
-        readings = [o for o in group if role(o.claim) == "reading"]
-        verdicts = _verdicts([o for o in group if role(o.claim) == "paper"]) or "–"
-        verdicts += f"; other readings: {_verdicts(readings)}" if readings else ""
-        rows.append((_paper_key(result), f"| {md_cell(result)} | {md_cell(words)} | {verdicts} | {link} |"))
+    rows = [_glance_row(entry, by_figure.get(fig, []), sections.get(fig, (None, "")), at)
+            for fig, entry in registry["figures"].items()
+            if fig in by_figure or ("paper" in entry and fig in claimed)]
     lines = [f"**{summary_line(outcomes)}.**", "",
              "| result | the paper's claim | verdicts of its claims | page |", "|---|---|---|---|"]
     lines += [r for _, r in sorted(rows, key=lambda r: r[0])]
     if beyond:
-        figures: dict = {}
-        for o in beyond:
-            figures.setdefault(o.claim["figure"], []).append(o)
-        lines += ["", "Beyond the paper (rvfx's own measurements, not verdicts on the paper, not counted): "
-                  + "; ".join(f"{_label(registry, fig)}, {_verdicts(group)}" for fig, group in
-                              sorted(figures.items(), key=lambda kv: _paper_key(_label(registry, kv[0]))))
-                  + "."]
+        lines += ["", _beyond_line(registry, beyond)]
     return "\n".join(lines) + "\n"
+
+
+def _by_main_figure(paper: list) -> dict:
+    """The outcomes on the paper by figure, an other reading in the row of its main claim's figure."""
+    main_figure = {o.claim["id"]: o.claim["figure"] for o in paper}
+    by_figure: dict = {}
+    for o in paper:
+        main = o.claim["reading"]["of"] if role(o.claim) == "reading" else o.claim["id"]
+        by_figure.setdefault(main_figure[main], []).append(o)
+    return by_figure
+
+
+def _glance_row(entry: dict, group: list, section: tuple, at: Path) -> tuple:
+    """(sort key, row) of one figure's glance row: its label and the paper's claim in few words (from
+    the heading of its `section`, (page, heading)), its claims' verdicts, the link to its page."""
+    page, heading = section
+    label = entry.get("paper") or group[0].claim["paper"]      # rvfx's own figure: its claim's label
+    result, _, words = heading.partition(": ") if ": " in heading else (label.split(" (")[0], "", heading or label)
+    link = f"[{Path(page).stem}]({Path(os.path.relpath(page, Path(at).parent)).as_posix()})" if page else "–"
+    readings = [o for o in group if role(o.claim) == "reading"]
+    verdicts = _verdicts([o for o in group if role(o.claim) == "paper"]) or "–"
+    verdicts += f"; other readings: {_verdicts(readings)}" if readings else ""
+    return _paper_key(result), f"| {md_cell(result)} | {md_cell(words)} | {verdicts} | {link} |"
+
+
+def _beyond_line(registry: dict, beyond: list) -> str:
+    """The line naming the measurements beyond the paper, by figure in the paper's order."""
+    figures: dict = {}
+    for o in beyond:
+        figures.setdefault(o.claim["figure"], []).append(o)
+    return ("Beyond the paper (rvfx's own measurements, not verdicts on the paper, not counted): "
+            + "; ".join(f"{_label(registry, fig)}, {_verdicts(group)}" for fig, group in
+                        sorted(figures.items(), key=lambda kv: _paper_key(_label(registry, kv[0]))))
+            + ".")
 
 
 def fill_glance(text: str, registry: dict, outcomes: list, pages: dict, at: Path) -> str:

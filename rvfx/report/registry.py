@@ -432,6 +432,16 @@ def _check_version(claim: dict, figures: dict, fail, experiments=None) -> None:
     experiment of it (or of `experiments`, for a contrast; or a computed table), one more registered
     experiment whose rows it appends (also_experiment), a statistic and rule that statistics and rules
     know, each parameter of its type, and a target a log2 statistic can take."""
+    _check_source(claim, figures, fail, experiments)
+    if "statistic" not in claim or "rule" not in claim:
+        fail("statistic" if "statistic" not in claim else "rule", "every version has a statistic and a rule")
+    _check_statistic(claim["statistic"], fail)
+    _check_rule(claim, fail)
+
+
+def _check_source(claim: dict, figures: dict, fail, experiments=None) -> None:
+    """The data a version reads: its figure registered, its experiment one of the figure's (or of
+    `experiments`), also_experiment a registered one, or without an experiment a computed table."""
     if claim["figure"] not in figures:
         fail("figure", f"figure {claim['figure']!r} is not in figures")
     experiments = FIGURES[claim["figure"]].experiments if experiments is None else sorted(experiments)
@@ -441,9 +451,11 @@ def _check_version(claim: dict, figures: dict, fail, experiments=None) -> None:
         fail("also_experiment", f"no registered experiment {claim['also_experiment']!r}")
     if "experiment" not in claim and claim.get("table") not in COMPUTED:
         fail("table", f"without an experiment, table must be one of {', '.join(COMPUTED)}")
-    if "statistic" not in claim or "rule" not in claim:
-        fail("statistic" if "statistic" not in claim else "rule", "every version has a statistic and a rule")
-    stat, rule = claim["statistic"], claim["rule"]
+
+
+def _check_statistic(stat: dict, fail) -> None:
+    """A statistic kind that STATISTICS knows, with its required parameters, only those it takes, each
+    of its type."""
     if not isinstance(stat.get("kind"), str) or stat["kind"] not in STATISTICS:
         fail("statistic.kind", f"statistic.kind must be one of {', '.join(STATISTICS)}")
     _, required, optional, _ = STATISTICS[stat["kind"]]
@@ -451,6 +463,13 @@ def _check_version(claim: dict, figures: dict, fail, experiments=None) -> None:
         fail("statistic", f"statistic {stat['kind']} takes {', '.join(sorted(required)) or 'nothing'}"
                           + (f" and optionally {', '.join(sorted(optional))}" if optional else ""))
     _check_fields(stat, PARAMETERS, fail, "statistic.")
+
+
+def _check_rule(claim: dict, fail) -> None:
+    """A rule kind that RULES knows, with exactly its parameters, each of its type; a group column
+    given for, and only for, a rule comparing levels; its op one the rule may state; and a target
+    above 0 for a statistic read on a log2 scale."""
+    stat, rule = claim["statistic"], claim["rule"]
     if not isinstance(rule.get("kind"), str) or rule["kind"] not in RULES:
         fail("rule.kind", f"rule.kind must be one of {', '.join(RULES)}")
     if set(rule) - {"kind"} != RULES[rule["kind"]]:

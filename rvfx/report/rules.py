@@ -71,81 +71,111 @@ def ci(e: Estimate, scale: str) -> str:
     return f"[{num(nat(e.lo, scale))}, {num(nat(e.hi, scale))}]"
 
 
-def _sign_verdict(op: str, interval: str, e: Estimate, scale: str, tol: float) -> tuple[str, str]:
+def _most_few(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
+    """most, few: a fraction at least (at most) the rules' bound, its CI clear of the other's range;
+    the one rule holding is the other's differing."""
+    tol = tolerance(consts)
+    most = _le(consts["most"]["at_least"], e.value, tol) and _lt(consts["most"]["excludes_few_above"], e.lo, tol)
+    few = _le(e.value, consts["few"]["at_most"], tol) and _lt(e.hi, consts["few"]["excludes_most_below"], tol)
+    holds, differs = (most, few) if rule["kind"] == "most" else (few, most)
+    why = f"fraction {num(e.value)} ({e.detail}), CI {ci(e, scale)}"
+    return ("holds" if holds else "differs" if differs else "inconclusive"), why
+
+
+def _sign(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
     """sign: the CI on the stated side of 0 (beyond the tolerance), or on the other side."""
+    tol, interval = tolerance(consts), ci(e, scale)
     zero, above, below = _edge(0.0, scale), _lt(0.0, e.lo, tol), _lt(e.hi, 0.0, tol)
     if not (above or below):
         return "inconclusive", f"CI {interval} reaches {zero}"
     side = "above" if above else "below"
-    return ("holds" if side == ("above" if op == ">" else "below") else "differs"), f"CI {interval} lies {side} {zero}"
+    wanted = "above" if rule["op"] == ">" else "below"
+    return ("holds" if side == wanted else "differs"), f"CI {interval} lies {side} {zero}"
 
 
-def rule_verdict(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
-    """(verdict, why) of a one-estimate rule (about, nearest, below, at_most, at_least, inequality, sign,
-    most, few)."""
-    kind, interval, tol = rule["kind"], ci(e, scale), tolerance(consts)
+def _nearest(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
+    """nearest (the paper's "approximately", read as the nearest whole unit): the CI inside the band
+    target ± half_width, or clear of it."""
+    tol, interval = tolerance(consts), ci(e, scale)
+    t, h = _scaled(rule["target"], scale), consts["nearest"]["half_width"]
+    band = _band(t, h, scale)
+    if _le(t - h, e.lo, tol) and _le(e.hi, t + h, tol):
+        return "holds", f"CI {interval} lies inside {band}"
+    if _lt(e.hi, t - h, tol) or _lt(t + h, e.lo, tol):
+        return "differs", f"CI {interval} misses {band}"
+    return "inconclusive", f"CI {interval} straddles an end of {band}"
 
-    def le(a, b):
-        return _le(a, b, tol)
 
-    def lt(a, b):
-        return _lt(a, b, tol)
-    if np.isnan(e.value) or np.isnan(e.lo) or np.isnan(e.hi):
-        return "inconclusive", f"not computable ({e.detail})" if e.detail else "not computable"
-    if kind in ("most", "few"):
-        most = le(consts["most"]["at_least"], e.value) and lt(consts["most"]["excludes_few_above"], e.lo)
-        few = le(e.value, consts["few"]["at_most"]) and lt(e.hi, consts["few"]["excludes_most_below"])
-        holds, differs = (most, few) if kind == "most" else (few, most)
-        why = f"fraction {num(e.value)} ({e.detail}), CI {interval}"
-        return ("holds" if holds else "differs" if differs else "inconclusive"), why
-    if kind == "sign":
-        return _sign_verdict(rule["op"], interval, e, scale, tol)
-    t = _scaled(rule["target"], scale)
-    if kind == "nearest":
-        h = consts["nearest"]["half_width"]
-        band = _band(t, h, scale)
-        if le(t - h, e.lo) and le(e.hi, t + h):
-            return "holds", f"CI {interval} lies inside {band}"
-        if lt(e.hi, t - h) or lt(t + h, e.lo):
-            return "differs", f"CI {interval} misses {band}"
-        return "inconclusive", f"CI {interval} straddles an end of {band}"
-    if kind == "about":
-        h = consts["about"]["half_width"]
-        band = _band(t, h, scale)
-        if lt(e.hi, t - h) or lt(t + h, e.lo):
-            return "differs", f"CI {interval} misses {band}"
-        if lt(consts["about"]["max_ci_width"], e.hi - e.lo):
-            return "inconclusive", f"CI {interval} overlaps {band} but is wider than it"
-        return "holds", f"CI {interval} overlaps {band}"
-    if kind == "below":
-        edge = t - consts["below"]["margin"]
-        if lt(e.hi, edge):
-            return "holds", f"CI {interval} lies below {_edge(edge, scale)}"
-        if le(edge, e.lo):
-            return "differs", f"CI {interval} lies at or above {_edge(edge, scale)}"
-        return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
-    if kind == "at_most":
-        edge = t + consts["at_most"]["margin"]
-        if le(e.hi, edge):
-            return "holds", f"CI {interval} lies at or below {_edge(edge, scale)}"
-        if lt(edge, e.lo):
-            return "differs", f"CI {interval} lies above {_edge(edge, scale)}"
-        return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
-    if kind == "at_least":
-        edge = t - consts["at_least"]["margin"]
-        if le(edge, e.lo):
-            return "holds", f"CI {interval} lies at or above {_edge(edge, scale)}"
-        if lt(e.hi, edge):
-            return "differs", f"CI {interval} lies below {_edge(edge, scale)}"
-        return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
-    upper = rule["op"] == "<="           # inequality, exact
-    ok, bad = (le(e.hi, t), lt(t, e.lo)) if upper else (le(t, e.lo), lt(e.hi, t))
+def _about(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
+    """about: the CI overlapping the band target ± half_width, and no wider than max_ci_width (a wide
+    CI overlaps any band and shows nothing)."""
+    tol, interval = tolerance(consts), ci(e, scale)
+    t, h = _scaled(rule["target"], scale), consts["about"]["half_width"]
+    band = _band(t, h, scale)
+    if _lt(e.hi, t - h, tol) or _lt(t + h, e.lo, tol):
+        return "differs", f"CI {interval} misses {band}"
+    if _lt(consts["about"]["max_ci_width"], e.hi - e.lo, tol):
+        return "inconclusive", f"CI {interval} overlaps {band} but is wider than it"
+    return "holds", f"CI {interval} overlaps {band}"
+
+
+def _below(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
+    """below: the CI below the target less the rules' margin."""
+    tol, interval = tolerance(consts), ci(e, scale)
+    edge = _scaled(rule["target"], scale) - consts["below"]["margin"]
+    if _lt(e.hi, edge, tol):
+        return "holds", f"CI {interval} lies below {_edge(edge, scale)}"
+    if _le(edge, e.lo, tol):
+        return "differs", f"CI {interval} lies at or above {_edge(edge, scale)}"
+    return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
+
+
+def _at_most(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
+    """at_most ("at most about"): the CI at or below the target plus the rules' margin."""
+    tol, interval = tolerance(consts), ci(e, scale)
+    edge = _scaled(rule["target"], scale) + consts["at_most"]["margin"]
+    if _le(e.hi, edge, tol):
+        return "holds", f"CI {interval} lies at or below {_edge(edge, scale)}"
+    if _lt(edge, e.lo, tol):
+        return "differs", f"CI {interval} lies above {_edge(edge, scale)}"
+    return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
+
+
+def _at_least(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
+    """at_least ("at least about"): the CI at or above the target less the rules' margin."""
+    tol, interval = tolerance(consts), ci(e, scale)
+    edge = _scaled(rule["target"], scale) - consts["at_least"]["margin"]
+    if _le(edge, e.lo, tol):
+        return "holds", f"CI {interval} lies at or above {_edge(edge, scale)}"
+    if _lt(e.hi, edge, tol):
+        return "differs", f"CI {interval} lies below {_edge(edge, scale)}"
+    return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
+
+
+def _inequality(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
+    """inequality: the CI on the stated side (<= or >=) of the target, exact (no margin)."""
+    tol, interval = tolerance(consts), ci(e, scale)
+    t, upper = _scaled(rule["target"], scale), rule["op"] == "<="
+    ok, bad = (_le(e.hi, t, tol), _lt(t, e.lo, tol)) if upper else (_le(t, e.lo, tol), _lt(e.hi, t, tol))
     side = "at or below" if upper else "at or above"
     if ok:
         return "holds", f"CI {interval} lies {side} {_target(rule)}"
     if bad:
         return "differs", f"CI {interval} lies beyond {_target(rule)}"
     return "inconclusive", f"CI {interval} straddles {_target(rule)}"
+
+
+ONE_ESTIMATE_RULES = {"most": _most_few, "few": _most_few, "sign": _sign, "nearest": _nearest, "about": _about,
+                      "below": _below, "at_most": _at_most, "at_least": _at_least, "inequality": _inequality}
+"""The verdict of each rule on one estimate: rule(rule, consts, estimate, scale) -> (verdict, why)."""
+
+
+def rule_verdict(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
+    """(verdict, why) of a one-estimate rule (ONE_ESTIMATE_RULES), inconclusive when the estimate or
+    its CI is not computable."""
+    if np.isnan(e.value) or np.isnan(e.lo) or np.isnan(e.hi):
+        return "inconclusive", f"not computable ({e.detail})" if e.detail else "not computable"
+    return ONE_ESTIMATE_RULES[rule["kind"]](rule, consts, e, scale)
 
 
 def order_verdict(tiers: list, tol: float = TOLERANCE) -> tuple[str, str]:

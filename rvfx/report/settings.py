@@ -12,8 +12,9 @@ import yaml
 
 from rvfx import shipped
 from rvfx.experiment.params import SpecError
-from rvfx.experiment.results import experiment_dir, load_spec_value
+from rvfx.experiment.results import experiment_dir
 from rvfx.experiment.spec import SCALES, resolved_spec
+from rvfx.report.folder import ResultsFolder
 
 NOT_RECORDED = "settings not recorded"
 
@@ -23,20 +24,20 @@ def experiment_folders(results: Path) -> list[str]:
     return [d.name for d in sorted(Path(results).glob("*")) if (experiment_dir(results, d.name) / "runs.csv").is_file()]
 
 
-def _recorded(results: Path, experiment: str):
+def _recorded(folder: ResultsFolder, experiment: str):
     """The experiment's resolved spec.yaml (read as `load_spec_value` reads it), None when absent."""
-    if not (experiment_dir(results, experiment) / "spec.yaml").is_file():
+    if not (experiment_dir(folder.path, experiment) / "spec.yaml").is_file():
         return None
-    return load_spec_value(results, experiment, ())
+    return folder.spec_value(experiment)
 
 
-def results_scale(results: Path) -> str:
+def results_scale(results: Path | ResultsFolder) -> str:
     """The scale the experiments under `results` were run at, from each one's resolved spec.yaml
     (as `rvfx export --scale` reads it): "ci", "paper", "mixed (...)" naming each experiment's, or
     "no results"; an experiment that records none has the scale "not recorded"."""
-    scales = {}
-    for name in experiment_folders(results):
-        spec = _recorded(results, name)
+    folder, scales = ResultsFolder.of(results), {}
+    for name in experiment_folders(folder.path):
+        spec = _recorded(folder, name)
         scale = spec.get("scale") if isinstance(spec, dict) else None
         scales[name] = "not recorded" if scale is None else str(scale)
     kinds = set(scales.values())
@@ -71,13 +72,13 @@ def differences(recorded, expected, key: str = "") -> list:
     return [] if recorded == expected else [(key, recorded, expected)]
 
 
-def modified_runs(results: Path) -> list[Modified]:
+def modified_runs(results: Path | ResultsFolder) -> list[Modified]:
     """Every experiment folder under `results` whose recorded settings differ from its shipped
     spec's at the scale it records, or whose settings cannot be compared (none recorded, no
     shipped spec of its name, no scale of the spec's recorded)."""
-    found = []
-    for name in experiment_folders(results):
-        recorded, spec = _recorded(results, name), shipped.shipped_spec(name)
+    folder, found = ResultsFolder.of(results), []
+    for name in experiment_folders(folder.path):
+        recorded, spec = _recorded(folder, name), shipped.shipped_spec(name)
         scale = recorded.get("scale", ABSENT) if isinstance(recorded, dict) else ABSENT
         if not isinstance(recorded, dict):
             found.append(Modified(name, problem=NOT_RECORDED))
