@@ -19,7 +19,7 @@ PAPER := figures/paper
 PAGES := --readme README.md --docs docs
 README_BLOCKS := $(if $(filter $(PAPER) $(PAPER)/,$(FIGS)),$(PAGES))
 
-.PHONY: install bsuite-venv reproduce run plot export report check-paper lint test bench clean
+.PHONY: install bsuite-venv torch-venv reproduce run plot export report check-paper lint test bench clean
 
 # the core and the test extra; EXTRAS adds others (make install EXTRAS=gym,bsuite; gym, bsuite, dask, fast, docs)
 EXTRAS ?=
@@ -45,6 +45,11 @@ $(BSUITE_VENV)/.installed: requirements-bsuite.txt
 	touch $@
 
 bsuite-venv: $(BSUITE_VENV)/.installed
+
+# PyTorch (CPU) in a venv of its own, the peer of benchmarks/bench_neural_step.py (benchmarks/torch_step.py);
+# pinned: a plain `torch` resolves to a multi-GB CUDA build
+torch-venv:
+	$(PYTHON) -m venv .venv-torch && .venv-torch/bin/pip install torch==2.13.0 numpy
 
 # a spec whose environment comes from an extra (env name gym or bsuite) runs where the extra is installed
 run: install

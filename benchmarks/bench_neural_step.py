@@ -1,4 +1,4 @@
-"""The neural SGD step beside its matmul floor and beside bsuite's JAX boot_dqn, per network.
+"""The neural SGD step beside its matmul floor, bsuite's JAX boot_dqn and PyTorch, per network.
 
 For each network, in one process: the SGD step of all K members (`sgd_step`: minibatch, target and
 online passes, TD loss, backward, Adam) and the floor of the same step, its own matrix products
@@ -7,19 +7,23 @@ BLAS on one thread, median and spread over the rounds). Then, where `.venv-bsuit
 bsuite-venv`), bsuite's own boot_dqn on the same task (`boot_dqn_step.py`: its per-step update,
 K=20 members of 50-50 MLPs plus priors, batch 128, XLA on one thread) against rvfx's step timed
 just before it the same way (process CPU time), as a ratio; without that venv the line says so.
+Where `.venv-torch` exists (`make torch-venv`), the same step written in PyTorch (`torch_step.py`:
+the K members stacked and batched by matmul, autograd, Adam; eager, one thread) against rvfx's step
+timed just before it on each of its kernels, as ratios (PyTorch / rvfx, process CPU time); deep sea
+also with the one-hot images through a dense first layer (more work, for reference).
 Each network's step is timed on each of the agent's possible kernels (`rvfx.agents.neural.backend`):
 NumPy's passes and, where numba is installed (the `fast` extra), numba's (the same bits, fewer passes
-over memory). The peer line times the last of them.
+over memory). The boot_dqn line times the last of them.
 
 Networks: cartpole swing-up (5-50-50-3 MLP + prior, K=20, priors stored in the buffer: Fig. 17;
 boot_dqn on the same 5-d observations) and deep sea N=25 (one-hot pixels read as a row gather of
 W_1, 625-50-50-2 + prior, K=20: Fig. 14; boot_dqn reads bsuite's image through a dense first
-layer), and DQN on cartpole (K=1, no prior; no peer line).
+layer), and DQN on cartpole (K=1, no prior; no boot_dqn line).
 
 With one-hot inputs it also prints the floor of their row gathers and row updates in plain NumPy and
 the ratio to products + rows (`matmul_floor.sparse_step`).
 
-Run: .venv/bin/python benchmarks/bench_neural_step.py  (about a minute; two more with the peer)
+Run: .venv/bin/python benchmarks/bench_neural_step.py  (about a minute; two more with the peers)
 """
 import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in the runs)
 
@@ -42,6 +46,10 @@ from rvfx.envs.deep_sea import DeepSea, DeepSeaParams
 
 HERE = Path(__file__).parent
 BSUITE_PYTHON = HERE.parent / ".venv-bsuite" / "bin" / "python"
+TORCH_PYTHON = HERE.parent / ".venv-torch" / "bin" / "python"
+TORCH_NETWORKS = {"deep_sea": "stacked members, W_1 read by rows, SparseAdam on them",   # torch_step.py's
+                  "deep_sea_dense": "stacked members, one-hot images through a dense first layer",
+                  "cartpole": "stacked members", "dqn": "one member"}
 
 
 def cartpole_agent(params, seed: int = 0, transitions: int = 1500):
@@ -101,21 +109,51 @@ def peer_line(agent, obs_shape: tuple, num_actions: int, inputs: str) -> str:
             f"{theirs['ms'] / ours:.1f} (process CPU time)")
 
 
+def torch_ms(network: str) -> dict:
+    """PyTorch's ms per step of `network` (torch_step.py in the torch venv)."""
+    done = subprocess.run([str(TORCH_PYTHON), str(HERE / "torch_step.py"), network], capture_output=True,
+                          text=True, timeout=600, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def torch_lines(agents: list, networks: tuple) -> list[str]:
+    """PyTorch's step of each of `networks` against rvfx's on each of its kernels (`agents`: [(label, agent)]),
+    timed just before it, or why they are skipped."""
+    if not TORCH_PYTHON.exists():
+        return ["    PyTorch: skipped (no .venv-torch here; `make torch-venv` builds it)"]
+    lines = []
+    for network in networks:
+        ours = [(how, cpu_ms_per_step(agent)) for how, agent in agents]
+        theirs = torch_ms(network)
+        vs = ", ".join(f"{ms:.3f} ms on {how}" for how, ms in ours)
+        ratios = ", ".join(f"{theirs['ms'] / ms:.1f} ({how})" for how, ms in ours)
+        lines.append(f"    PyTorch {theirs['torch']} (eager, one thread; {TORCH_NETWORKS[network]}): "
+                     f"{theirs['ms']:.2f} ms per step ({theirs['min']:.2f}-{theirs['max']:.2f}) vs rvfx {vs}: "
+                     f"ratio PyTorch/rvfx {ratios} (process CPU time)")
+    return lines
+
+
 def main() -> None:
     t0 = time.perf_counter()
-    print("neural SGD step (all K members) vs its matmul floor (plain NumPy, same products) and bsuite's boot_dqn")
-    cases = [   # label, agent, boot_dqn's observations and actions (or None)
+    print("neural SGD step (all K members) vs its matmul floor (plain NumPy, same products), bsuite's boot_dqn "
+          "and PyTorch")
+    cases = [   # label, agent, boot_dqn's observations and actions (or None), torch_step.py's networks
         ("cartpole 5-50-50-3 + prior, K=20, batch 128, priors stored (Fig. 17)",
-         cartpole_agent(EnsembleParams(K=20, hidden1=50, hidden2=50)), ((5,), 3, "the same 5-d inputs")),
+         cartpole_agent(EnsembleParams(K=20, hidden1=50, hidden2=50)), ((5,), 3, "the same 5-d inputs"),
+         ("cartpole",)),
         ("deep sea N=25 one-hot pixels, 625-50-50-2 + prior, K=20, batch 128 (Fig. 14)",
-         deep_sea_agent(), ((25, 25), 2, "bsuite's 25 x 25 image through a dense first layer")),
-        ("DQN on cartpole, 5-50-50-3, K=1 (Fig. 16)", cartpole_agent(DQNParams(epsilon_anneal_episodes=100)), None),
+         deep_sea_agent(), ((25, 25), 2, "bsuite's 25 x 25 image through a dense first layer"),
+         ("deep_sea", "deep_sea_dense")),
+        ("DQN on cartpole, 5-50-50-3, K=1 (Fig. 16)", cartpole_agent(DQNParams(epsilon_anneal_episodes=100)), None,
+         ("dqn",)),
     ]
-    for label, agent, peer in cases:
-        for how, on_kernels in with_kernels(agent):
+    for label, agent, peer, networks in cases:
+        agents = with_kernels(agent)
+        for how, on_kernels in agents:
             print(describe(f"{label}; {how}", step_vs_floor(on_kernels)))
         if peer is not None:
             print(peer_line(on_kernels, *peer))
+        print("\n".join(torch_lines(agents, networks)))
     if not fused.available():
         print("  (numba not installed: `pip install -e '.[fast]'` adds numba's lines)")
     print(f"benchmark took {time.perf_counter() - t0:.1f} s")
