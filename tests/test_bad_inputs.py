@@ -301,7 +301,7 @@ def test_bad_file_or_output_one_line_naming_the_path(earlier, tmp_path, monkeypa
 def test_disk_full_during_a_run_names_the_file_and_keeps_earlier_results(earlier, tmp_path, monkeypatch):
     """A fault after runs started (here the first new shard's write) ends in one error line, exit 1;
     the half-written shard is removed and the earlier shards and tables are untouched."""
-    def full(table, path):
+    def full(table, path, first=None):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
     monkeypatch.setattr(results, "_write_table", full)
     before = snapshot(earlier)

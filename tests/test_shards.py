@@ -42,6 +42,34 @@ def test_manifest_lists_every_table_with_rows_checksum_settings_and_code(tiny_sp
     assert provenance["runs"][run.run_id] == {"commit": manifest["code"]["commit"], "blas": manifest["blas"]}
 
 
+def test_a_manifest_is_the_json_of_its_fields_one_key_a_line():
+    """manifest_text (one key a line, for a reader's eye) reads back as the manifest it encodes."""
+    manifest = {"run_id": "0123", "settings": {"env": {"size": 4, "b": [1, 2.5, None]}, "agent": {"v": "H**2/25"}},
+                "files": {"episodes.csv": {"rows": 3, "sha256": "ab"}}, "kernels": None, "format": 1, "é": "\n\""}
+    text = results.manifest_text(manifest)
+    assert json.loads(text) == manifest
+    lines = [f" {json.dumps(k)}: {json.dumps(manifest[k], sort_keys=True)}" for k in sorted(manifest)]
+    assert text == "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def test_the_plan_looks_only_at_shards_that_are_there_and_names_each_problem(tiny_spec, tmp_path):
+    """shard_problems lists the shards folder once and gives each run shard_problem's own answer: a
+    run with nothing there is missing (every run, where there is no folder), a damaged one is named."""
+    runs = load_spec(str(tiny_spec)).runs
+    out = tmp_path / "p"
+    assert results.shard_problems(out, runs) == dict.fromkeys((r.run_id for r in runs), "missing")
+    assert invoke("run", tiny_spec, "--set", "seeds=1", "--out", out).exit_code == 0
+    done = [r for r in runs if results.is_done(out, r)]
+    assert 0 < len(done) < len(runs)
+    (results.shard_dir(out, done[0]) / "episodes.csv").write_text("damaged\n")
+    results.shard_dir(out, runs[-1]).mkdir()                                  # an empty folder: no manifest
+    problems = results.shard_problems(out, runs)
+    assert problems == {r.run_id: results.shard_problem(out, r) for r in runs}
+    assert problems[done[0].run_id] == "episodes.csv: checksum differs from manifest.json (damaged or edited)"
+    assert problems[done[1].run_id] is None and problems[runs[-1].run_id].startswith("no manifest.json")
+    assert sum(p == "missing" for p in problems.values()) == len(runs) - len(done) - 1
+
+
 def test_truncated_emptied_and_corrupted_shards_are_named_rerun_and_tables_match(tiny_spec, tmp_path):
     out = tmp_path / "d"
     assert invoke("run", tiny_spec, "--out", out).exit_code == 0
@@ -199,7 +227,9 @@ def test_a_shards_rows_are_written_as_pandas_writes_them():
     """rows_csv spells a shard's rows as pd.DataFrame(rows).to_csv does, byte for byte (shards stay as
     rvfx always wrote them), on 5,000 random tables of the types a run logs: ints, floats (0, -0, inf,
     nan, 1e16, 5e-324, ...), bools, text that needs quoting, None, their NumPy kinds, keys some rows lack,
-    and mixtures; it leaves to pandas only a float column holding an int beyond 2**53."""
+    and mixtures; it leaves to pandas only a float column holding an int beyond 2**53. With columns
+    `first` before each row's own (a run's identity; some rows set one of them too), it spells
+    pd.DataFrame([{**first, **row} ...]) the same."""
     import random
 
     import numpy as np
@@ -219,10 +249,12 @@ def test_a_shards_rows_are_written_as_pandas_writes_them():
                 for _ in range(rng.randint(1, 6))]
         if not any(rows):
             continue
-        fast = rows_csv(rows)
-        if fast is None:
-            left += 1
-            continue
-        compared += 1
-        assert fast == pd.DataFrame(rows).to_csv(index=False, lineterminator="\n"), rows
-    assert compared > 4000 and left < compared / 5
+        first = {rng.choice(["c0", "c9", "id"]): rng.choice(values[rng.choice(sorted(values))])
+                 for _ in range(rng.randint(0, 2))}
+        for table, fast in ((rows, rows_csv(rows)), ([{**first, **row} for row in rows], rows_csv(rows, first))):
+            if fast is None:
+                left += 1
+                continue
+            compared += 1
+            assert fast == pd.DataFrame(table).to_csv(index=False, lineterminator="\n"), (rows, first)
+    assert compared > 8000 and left < compared / 5

@@ -22,6 +22,7 @@ run's settings, not the code.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -38,7 +39,7 @@ import numpy as np
 
 from rvfx.core.live import LiveState
 from rvfx.experiment import folders, object_state
-from rvfx.experiment.results import experiment_dir, write_atomic
+from rvfx.experiment.results import experiment_dir, names_in, write_atomic
 
 CHECKPOINT_EVERY = 600.0     # seconds of a run between checkpoints: at most this much is redone
 FORMAT = 3
@@ -147,10 +148,16 @@ class Checkpoint:
         self.out, self.experiment = out, run.experiment
         self.folder = experiment_dir(out, run.experiment) / "checkpoints"
         self.meta = self.folder / f"{run.run_id}.json"
-        self.run_id, self.settings = run.run_id, json.loads(json.dumps(run.settings))
+        self.run_id, self.run_settings = run.run_id, run.settings
         self.start, self.earlier = time.perf_counter(), 0.0
         self.due = self.start + CHECKPOINT_EVERY
         self.failed = False
+
+    @functools.cached_property
+    def settings(self) -> dict:
+        """The run's settings as a description holds them (through JSON: tuples become lists), made
+        only once a checkpoint is read or written, which most runs never do."""
+        return json.loads(json.dumps(self.run_settings))
 
     def data_name(self, episode: int) -> str:
         """The data file of the checkpoint after `episode`: each checkpoint's data has a name of its
@@ -343,8 +350,12 @@ def _restore(f, root: dict) -> None:
 
 def resumable(out, runs) -> dict[str, int]:
     """{run id: episode} of the runs whose checkpoint verifies (for `rvfx run`'s first line)."""
-    found = {}
+    found, listed = {}, {}
     for run in runs:
+        if run.experiment not in listed:    # most sweeps have no checkpoints: one look, not one per run
+            listed[run.experiment] = names_in(experiment_dir(out, run.experiment) / "checkpoints")
+        if listed[run.experiment] is not None and f"{run.run_id}.json" not in listed[run.experiment]:
+            continue
         ckpt = Checkpoint(out, run)
         try:
             head = ckpt.head()

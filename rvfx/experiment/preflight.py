@@ -90,7 +90,7 @@ def writable(out: str, exp) -> None:
     problem = key_problem()
     if problem:
         raise Refused(f"checkpoint {problem}")
-    need = max((shard_bytes(r.episodes, r.log) for r in exp.runs), default=0)
+    need = max((shard_bytes(episodes, log) for episodes, log in {(r.episodes, r.log) for r in exp.runs}), default=0)
     if free < need:
         raise Refused(f"--out {out}: {folder} has {free / 2**20:,.1f} MB free, a run's shard needs about "
                       f"{need / 2**20:,.1f} MB")
@@ -104,11 +104,16 @@ def kernels() -> None:
         raise Refused(problem)
 
 
-def blas_runs(dask: str | None) -> None:
-    """NumPy's BLAS works in this environment (rvfx.experiment.blas_check), where the runs execute
-    here (not on a remote Dask cluster)."""
-    from rvfx.experiment.blas_check import blas_problem
-    problem = None if dask and not dask.startswith("local:") else blas_problem()
+def blas_probe(dask: str | None):
+    """The probe of NumPy's BLAS (rvfx.experiment.blas_check.Probe), started now, where the runs execute
+    here (not on a remote Dask cluster); else None."""
+    from rvfx.experiment.blas_check import Probe
+    return None if dask and not dask.startswith("local:") else Probe()
+
+
+def blas_runs(probe) -> None:
+    """NumPy's BLAS works in this environment: the verdict of `blas_probe`'s probe (None: not needed)."""
+    problem = probe.problem() if probe is not None else None
     if problem:
         raise Refused(problem)
 

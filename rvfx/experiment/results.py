@@ -39,6 +39,7 @@ from rvfx.experiment.spec import as_current
 MANIFEST = "manifest.json"
 SHARD_FORMAT = 1
 TABLES = "tables.json"      # beside the collected tables: each one's sha256, as collect wrote it
+_SORTED_JSON = json.JSONEncoder(sort_keys=True)    # json.dumps(v, sort_keys=True) without making one per call
 
 
 class DamagedTable(ValueError):
@@ -80,6 +81,24 @@ def shard_problem(out, run) -> str | None:
     """Why the run's shard cannot be read as its result ("missing", "episodes.csv: checksum
     differs", ...), or None when it verifies against its manifest and the run's settings."""
     return verified_shard(out, run)[0]
+
+
+def shard_problems(out, runs) -> dict[str, str | None]:
+    """{run id: shard_problem} of `runs`, each experiment's shards folder listed once: a run with
+    nothing there is "missing" without a look of its own (a fresh sweep of thousands of runs)."""
+    listed = {e: names_in(os.path.join(out, e, "shards")) for e in {r.experiment for r in runs}}
+    return {r.run_id: "missing" if listed[r.experiment] is not None and r.run_id not in listed[r.experiment]
+            else shard_problem(out, r) for r in runs}
+
+
+def names_in(folder: str | Path) -> set[str] | None:
+    """The names in `folder`: empty when there is no such folder, None when it cannot be listed."""
+    try:
+        return set(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    except OSError:
+        return None
 
 
 def verified_shard(out, run, check: bool = True) -> tuple[str | None, dict, dict[str, bytes]]:
@@ -138,7 +157,7 @@ def is_done(out, run) -> bool:
 
 
 @contextlib.contextmanager
-def naming(path: Path):
+def naming(path: str | Path):
     """Inside it, an OSError that names no file (a full disk's [Errno 28] at a write, a flush or a
     close) is raised again naming `path`: the one line it ends in says which file failed."""
     try:
@@ -149,17 +168,31 @@ def naming(path: Path):
         raise OSError(err.errno, err.strerror or str(err), str(path)) from err
 
 
-def _write_table(table: list[dict] | pd.DataFrame, path: Path) -> dict:
-    """Write a shard's table (its rows, or a frame) as CSV at `path`, the bytes pandas writes
-    (rows_csv, or pandas itself); its manifest entry: rows below the header (no quoted newlines in
-    rvfx tables) and sha256."""
-    text = rows_csv(table) if isinstance(table, list) else None
+def _write_table(table: list[dict] | pd.DataFrame, path: str | Path, first: dict | None = None) -> dict:
+    """Write a shard's table (its rows, each after the columns of `first`, or a frame) as CSV at
+    `path`, the bytes pandas writes (rows_csv, or pandas itself); its manifest entry: rows below the
+    header (no quoted newlines in rvfx tables) and sha256."""
+    text = rows_csv(table, first) if isinstance(table, list) else None
     if text is None:
-        text = (pd.DataFrame(table) if isinstance(table, list) else table).to_csv(index=False, lineterminator="\n")
+        frame = pd.DataFrame([{**(first or {}), **row} for row in table]) if isinstance(table, list) else table
+        text = frame.to_csv(index=False, lineterminator="\n")
     data = text.encode("utf-8")
-    with naming(path), open(path, "wb") as f:
-        f.write(data)
+    write_new(path, data)
     return {"rows": data.count(b"\n") - 1, "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def write_new(path: str | Path, data: bytes) -> None:
+    """`data` as the file `path` (created, or emptied), an OSError naming it (naming); through the
+    os module: a Python file object costs three more system calls, as much as a short run's shard
+    spends on its own."""
+    with naming(path):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
 
 
 def _umask() -> int:
@@ -195,33 +228,44 @@ def write_atomic(path: Path, write: Callable[[BinaryIO], object], mode: int | No
 
 def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
                 extra: dict[str, pd.DataFrame] | None = None) -> None:
-    """Write the run's tables (and any `extra` ones) into a temp dir, then rename it into place."""
-    final = folders.inside(out, run.experiment, "shards") / run.run_id
-    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{run.run_id}.", suffix=".tmp"))
+    """Write the run's tables (and any `extra` ones) into a temp dir, then rename it into place.
+    (Plain os.path strings: a sweep of short runs writes a shard every millisecond or two.)"""
+    shards = folders.inside(out, run.experiment, "shards", create=False)     # made only where missing:
+    shards = str(shards if os.path.isdir(shards) else folders.inside(out, run.experiment, "shards"))
+    tmp = tempfile.mkdtemp(dir=shards, prefix=f".{run.run_id}.", suffix=".tmp")
     try:
         os.chmod(tmp, DIR_MODE)         # a group-shared --out (umask 002) stays readable to the group
         ident = identity_columns(run)
-        tables = {"episodes.csv": [{**ident, **row} for row in episodes], "summary.csv": [{**ident, **summary}],
-                  "timing.csv": [{"run_id": run.run_id, "seconds": round(seconds, 3)}]}
+        tables = {"episodes.csv": (episodes, ident), "summary.csv": ([summary], ident),
+                  "timing.csv": ([{"run_id": run.run_id, "seconds": round(seconds, 3)}], None)}
         for name, table in (extra or {}).items():
-            tables[f"{name}.csv"] = table.assign(**ident)[list(ident) + list(table.columns)]
-        files = {name: _write_table(tables[name], tmp / name) for name in sorted(tables)}
+            tables[f"{name}.csv"] = table.assign(**ident)[list(ident) + list(table.columns)], None
+        files = {}
+        for name in sorted(tables):
+            table, first = tables[name]
+            files[name] = _write_table(table, os.path.join(tmp, name), first)
         manifest = {"format": SHARD_FORMAT, "run_id": run.run_id, "settings": run.settings,
                     "code": code_version(), "blas": blas_kernels(), "kernels": chosen(), "files": files}
-        with naming(tmp / MANIFEST):
-            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        _replace_dir(tmp, final)
+        write_new(os.path.join(tmp, MANIFEST), manifest_text(manifest).encode("utf-8"))
+        _replace_dir(tmp, os.path.join(shards, run.run_id))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    failed = experiment_dir(out, run.experiment) / "failed" / f"{run.run_id}.txt"
-    failed.unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(out, run.experiment, "failed", f"{run.run_id}.txt"))
 
 
-def _replace_dir(tmp: Path, final: Path) -> None:
+def manifest_text(manifest: dict) -> str:
+    """A manifest as JSON, one key a line, keys sorted: json.dumps with an indent encodes in pure
+    Python, ~4x slower (as long as the rest of a short run's shard)."""
+    lines = (f" {_SORTED_JSON.encode(k)}: {_SORTED_JSON.encode(v)}" for k, v in sorted(manifest.items()))
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def _replace_dir(tmp: str, final: str) -> None:
     """Rename `tmp` to `final`; an unverified shard already there (being rerun) is moved aside first."""
-    if final.exists():
-        old = final.with_name(f".{final.name}.{os.getpid()}.old")
+    if os.path.exists(final):
+        old = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{os.getpid()}.old")
         os.replace(final, old)
         os.replace(tmp, final)
         shutil.rmtree(old, ignore_errors=True)

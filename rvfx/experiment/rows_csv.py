@@ -17,41 +17,49 @@ import numpy as np
 
 _ABSENT = object()
 _NUMBERS = {int, float, np.float64, np.int64}
+_INTS = {int, np.int64}
 _PLAIN = {bool, str, type(None), np.bool_, *_NUMBERS}
 
 
-def _missing(v) -> bool:
-    return v is None or v is _ABSENT or (v != v)      # NaN is the one value unequal to itself
-
-
-def _column(values: list) -> list[str] | None:
+def _column(values) -> list[str] | None:
     """The cells of one column as pandas writes them, or None where pandas' rules are not these."""
-    kinds = {type(v) for v in values}
+    kinds = set(map(type, values))
     gaps = object in kinds or type(None) in kinds      # a row without the key (_ABSENT), or None
     kinds.discard(object)
     if not kinds <= _PLAIN:
         return None
-    if kinds - {type(None)} <= _NUMBERS and (gaps or float in kinds or np.float64 in kinds):
-        if any(type(v) in (int, np.int64) and abs(int(v)) >= 2**53 for v in values):
+    floats = float in kinds or np.float64 in kinds
+    if kinds - {type(None)} <= _NUMBERS and (gaps or floats):
+        if kinds & _INTS and any(type(v) in _INTS and abs(int(v)) >= 2**53 for v in values):
             return None                                # beyond float64's exact integers: left to pandas
-        return ["" if _missing(v) else repr(float(v)) for v in values]
-    return ["" if _missing(v) else str(v) for v in values]
+        return ["" if v is None or v is _ABSENT or v != v else repr(float(v)) for v in values]
+    if gaps or floats:                                 # a missing value, or NaN (unequal to itself), is ""
+        return ["" if v is None or v is _ABSENT or v != v else str(v) for v in values]
+    return list(map(str, values))
 
 
-def rows_csv(rows: list[dict]) -> str | None:
-    """`rows` as the CSV text pandas writes for them (columns in order of first appearance), or None
-    when a value is of a type whose spelling is left to pandas, or there are no rows."""
+def rows_csv(rows: list[dict], first: dict | None = None) -> str | None:
+    """The table of `rows`, each after the columns of `first` ([{**first, **row} for row in rows]), as
+    the CSV text pandas writes for it (columns in order of first appearance), or None when a value is
+    of a type whose spelling is left to pandas, or there are no rows. `first`'s columns, the same in
+    every row (a run's identity), are spelt once."""
+    first = first or {}
     if not rows:
         return None
-    names = list(dict.fromkeys(k for row in rows for k in row))
-    columns = []
-    for name in names:
-        cells = _column([row.get(name, _ABSENT) for row in rows])
-        if cells is None:
-            return None
-        columns.append(cells)
+    if not first.keys().isdisjoint(k for row in rows for k in row):     # a row sets one: the merged rows
+        return rows_csv([{**first, **row} for row in rows])
+    names = tuple(rows[0])
+    if all(tuple(row) == names for row in rows):       # the usual shard: every row has the same keys
+        values = zip(*(row.values() for row in rows))
+    else:
+        names = tuple(dict.fromkeys(k for row in rows for k in row))
+        values = ([row.get(name, _ABSENT) for row in rows] for name in names)
+    columns = [_column([v]) for v in first.values()]
+    columns = [None if c is None else c * len(rows) for c in columns] + list(map(_column, values))
+    if any(c is None for c in columns):
+        return None
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(names)
+    writer.writerow([*first, *names])
     writer.writerows(zip(*columns))
     return out.getvalue()

@@ -146,7 +146,7 @@ class Plan:
 def plan_sweep(out: str, runs, recorded: set = frozenset(), notes: list = ()) -> Plan:
     """The Plan of `runs` in `out`: every shard verified once, the runs in `recorded` left out."""
     from rvfx.experiment.checkpoint import resumable
-    problems = {r.run_id: results.shard_problem(out, r) for r in runs if r.run_id not in recorded}
+    problems = results.shard_problems(out, [r for r in runs if r.run_id not in recorded])
     pending = [r for r in runs if problems.get(r.run_id) is not None]
     return Plan(problems, set(recorded), resumable(out, pending), pending,
                 {run_id for run_id, problem in problems.items() if problem is None}, list(notes))
