@@ -25,7 +25,7 @@ import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in t
 import time
 
 import numpy as np
-from estimate_check import model_over_measured
+from estimate_check import Case, check
 from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams, make_ensemble_agent
 from rvfx.envs.cartpole.dynamics import CartpoleSwingUp, CartpoleSwingUpBatch, CartpoleSwingUpParams
 
@@ -116,13 +116,11 @@ MODEL_CASES = [
 ]
 
 
-def model_check(episodes: int = 2) -> None:
-    """rvfx validate's model against CPU time per 1001-step episode, after one episode of warm-up."""
-    print("rvfx validate's model against CPU time per episode (cartpole swing-up, tau_pole_mass)")
-    for label, params, env_values in MODEL_CASES:
-        env = CartpoleSwingUp(CartpoleSwingUpParams(tau_pole_mass=True, **env_values), np.random.default_rng(0))
-        algorithm = "dqn" if isinstance(params, DQNParams) else "ensemble_rlsvi"
-        model_over_measured(label, algorithm, params, env, warmup=1, episodes=episodes)
+def model_cases() -> list[Case]:
+    """`MODEL_CASES` timed over 1001-step episodes after one episode of warm-up."""
+    return [Case("network", label, "dqn" if isinstance(params, DQNParams) else "ensemble_rlsvi", params,
+                 "cartpole_swingup", CartpoleSwingUpParams(tau_pole_mass=True, **env_values), 1, 3)
+            for label, params, env_values in MODEL_CASES]
 
 
 def main() -> None:
@@ -140,7 +138,7 @@ def main() -> None:
         print(f"  {label:48s} {1e3 / wall:8,.0f} steps/s wall ({wall:6.3f} ms), "
               f"{1e3 / cpu:8,.0f} steps/s CPU ({cpu:6.3f} ms); "
               f"{cpu * 1.001:5.2f} CPU-s per 1001-step episode")
-    model_check()
+    check("cartpole swing-up (tau_pole_mass)", model_cases())
     print(f"benchmark took {time.perf_counter() - t0:.1f} s")
 
 

@@ -11,8 +11,8 @@ costs f + K m (f: the calls made once per step, m: one member's arithmetic), the
 (most of) f once per member, so its speed-up is at most K (f + m) / (f + K m).
 Also the batched cost per step with the coherent linear-basis input (M=10, Fig. 15) at
 N=25, whose first layer updates all 2NM rows of W_1 every step. Last, `rvfx validate`'s speed
-model against the CPU time per episode of the deep-sea ensemble runs of the paper's specs
-(estimate_check), pixels and the linear basis at N = 10-50.
+model against the CPU time per episode of the deep-sea network runs of the paper's specs
+(estimate_check): the ensembles on pixels and the linear basis at N = 5-50, and bsuite_deep_sea's DQN.
 
 The SGD step alone, beside its matmul floor, is bench_neural_step.py's.
 
@@ -22,11 +22,12 @@ Run: .venv/bin/python benchmarks/bench_ensemble.py
 """
 import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in the runs)
 
+import importlib.util
 import time
 import tracemalloc
 
 import numpy as np
-from estimate_check import model_over_measured
+from estimate_check import check, deep_sea_case, spec_case
 
 from rvfx.agents.neural.ensemble import EnsembleParams, EnsembleRLSVI, make_ensemble_agent, td_step
 from rvfx.agents.neural.ensemble_buffer import Batch
@@ -140,15 +141,17 @@ def full_buffer_memory(size: int = 50, K: int = 20, capacity: int = 100_000) -> 
     return peak / 2**20, buffer_bytes / 2**20
 
 
-def model_check(sizes=(10, 25, 40, 50)) -> None:
-    """rvfx validate's model against CPU time: K=20 ensembles of configs/deepsea_ensemble*.yaml."""
-    print("rvfx validate's model against CPU time per episode (deep sea, K=20, 50-50 MLP + prior, batch 128)")
-    for representation in ("observation", "linear_basis"):
-        for n in sizes:
-            env = DeepSea(DeepSeaParams(size=n), np.random.default_rng(1))
-            model_over_measured(f"{representation} N={n}", "ensemble_rlsvi",
-                                EnsembleParams(K=20, representation=representation, M=10), env,
-                                warmup=40, episodes=max(5, 800 // n))
+def model_cases() -> list:
+    """K=20 ensembles of configs/deepsea_ensemble*.yaml (pixels, the linear basis M=10) at N = 5-50, and
+    configs/bsuite_deep_sea.yaml's DQN on rvfx's deep sea and (with the bsuite extra) bsuite's."""
+    out = [deep_sea_case("network", f"ensemble {representation}", "ensemble_rlsvi",
+                         EnsembleParams(K=20, representation=representation, M=10), n, 40, max(8, 1000 // n))
+           for representation in ("observation", "linear_basis") for n in (5, 10, 20, 28, 40, 50)]
+    for k in ("deep_sea/0", "deep_sea/10", "deep_sea/20"):
+        out.append(spec_case("network", "bsuite_deep_sea", "dqn", 30, 40, id=k))
+        if importlib.util.find_spec("bsuite") is not None:
+            out.append(spec_case("network", "bsuite_deep_sea", "dqn", 30, 40, where="bsuite", id=k))
+    return out
 
 
 def main() -> None:
@@ -174,7 +177,7 @@ def main() -> None:
     peak, buf_mb = full_buffer_memory()
     print(f"full 1e5 buffer at N=50, K=20: peak traced memory {peak:.1f} MB "
           f"(buffer arrays {buf_mb:.1f} MB; target < 500 MB)")
-    model_check()
+    check("deep-sea networks (K=20 ensembles, 50-50 MLP + prior, batch 128; DQN)", model_cases())
     print(f"benchmark took {time.perf_counter() - t0:.1f} s")
 
 

@@ -9,6 +9,8 @@
    masked at every resample) on the same history: same bytes, ratio of times.
 3. The backward pass (N = 40, M = 5, 20, 160): `backward_solve` against its first form
    (np.linalg.solve on fresh per-row arrays) on the same statistics: same bytes, ratio of times.
+4. `rvfx validate`'s speed model against the CPU time per episode of the linear specs' runs
+   (estimate_check): N = 10-80, M = 2-160, Gaussian and bootstrap, at their histories.
 
 Run: `.venv/bin/python benchmarks/bench_linear.py` (about two minutes).
 """
@@ -17,6 +19,7 @@ import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in t
 import time
 
 import numpy as np
+from estimate_check import check, spec_case
 
 from rvfx.agents.linear.rlsvi import LinearRLSVI, LinearRLSVIParams, backward_solve
 from rvfx.agents.tabular.base import TransitionStore
@@ -234,8 +237,25 @@ def solves(size: int = 40, Ms=(5, 20, 160), seed: int = 0) -> dict:
     return out
 
 
+def model_cases() -> list:
+    """The linear specs' runs at their settings (N, M) after a history like theirs (warm-up episodes)."""
+    features, bootstrap = "deepsea_linear_features", "deepsea_bootstrap_scaling"
+    return [spec_case("linear", spec, label, warmup, episodes, size=n, M=M)
+            for spec, label, n, M, warmup, episodes in (
+                (features, "grlsvi", 10, 2, 200, 400), (features, "grlsvi", 10, 40, 200, 200),
+                (features, "grlsvi", 20, 10, 200, 200), (features, "grlsvi", 40, 5, 200, 100),
+                (features, "grlsvi", 40, 40, 200, 100), (features, "grlsvi", 40, 160, 50, 20),
+                (bootstrap, "grlsvi_N", 60, 20, 100, 50), ("deepsea_linear_scaling", "grlsvi", 80, 40, 50, 20),
+                (bootstrap, "brlsvi_M", 10, 5, 1000, 300), (bootstrap, "brlsvi_M", 30, 20, 1000, 100),
+                (bootstrap, "brlsvi_M", 30, 120, 300, 50), ("deepsea_tuning", "brlsvi", 20, 10, 2000, 200),
+                (bootstrap, "brlsvi_N", 60, 5, 300, 30), (bootstrap, "brlsvi_N", 60, 20, 300, 30),
+                (bootstrap, "brlsvi_N", 40, 10, 500, 50))]
+
+
 def main() -> dict:
-    return {"grlsvi": incremental(), "bootstrap": bootstrap(), "solves": solves()}
+    out = {"grlsvi": incremental(), "bootstrap": bootstrap(), "solves": solves()}
+    out["model"] = check("linear agents (deep sea; the linear specs' settings and histories)", model_cases())
+    return out
 
 
 if __name__ == "__main__":

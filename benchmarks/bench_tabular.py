@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from estimate_check import agent_params, model_over_measured
+from estimate_check import agent_params, check, deep_sea_case
 
 from rvfx.agents import AGENTS, make_agent
 from rvfx.agents.linear.regression import perturbed_sample
@@ -149,6 +149,13 @@ MODEL_CASES = [
 ]
 
 
+def model_cases() -> list:
+    """`MODEL_CASES` on deep sea N = 5-40, 50 episodes of warm-up, ~100,000 steps timed (at least 20 episodes)."""
+    return [deep_sea_case("tabular", label, algorithm, agent_params(algorithm, **values), n, 50,
+                          max(20, 100_000 // n**2))
+            for label, algorithm, values in MODEL_CASES for n in (5, 10, 20, 40)]
+
+
 def main():
     print("== tabular agents (deep sea, treasure) ==")
     agent, env = setup("grlsvi", 10)
@@ -179,12 +186,7 @@ def main():
 
     print(size_exponents())
 
-    print("rvfx validate's model against CPU time per episode (deep sea, treasure; the specs' settings)")
-    for label, algorithm, values in MODEL_CASES:
-        for n in (10, 20, 40):
-            env = DeepSea(DeepSeaParams(size=n), np.random.default_rng(0))
-            model_over_measured(f"{label} N={n}", algorithm, agent_params(algorithm, **values), env,
-                                warmup=50, episodes=max(20, 100_000 // n**2))
+    check("tabular agents (deep sea, treasure; the specs' settings)", model_cases())
     print("\n".join(peer_lines()))
 
 

@@ -1,147 +1,65 @@
-"""Re-measure `rvfx validate`'s speed constants: run every family's cases at the sweeps' load, fit.
+"""Re-measure `rvfx validate`'s speed constants: time every family's cases at the sweeps' load, fit.
 
-Two processes, one per core (the load of a sweep with `--jobs 2`), each time every case: an agent of
-the specs' settings run through `live` for `warmup` episodes, then `episodes` more timed in process
-CPU time (BLAS on one thread). A case's time is the slower process's. Then, per family, the
-constants that charge no case less than its time with the least summed model/measured (a linear
-program: the model is linear in them): first the fixed charges every run pays with the tabular
-agents' `LEARN`, then the linear agents' and the networks' constants on top of those fixed
-charges. It prints the constants in use and the fitted ones, and model/measured per case for both;
-it changes no code (the constants live in rvfx/agents/costs.py).
+The cases are the benchmarks' own (bench_tabular, bench_linear, bench_ensemble, bench_cartpole
+`model_cases`), timed as `make bench` times them (estimate_check: two processes, one per core,
+rounds taken in turn), one family at a time: two runs of the same agent at once contend for the
+shared cache as a sweep's do (a family timed among the others ran up to ~30% faster). Then, per
+family, the constants that charge no case less than its time with the least largest model/measured,
+and among those the least summed one (linear programs: the model is linear in them): first the
+fixed charges every run pays with the tabular agents' constants and the bootstrap's resample, then
+the linear agents' and the networks', each on top of those. It prints the constants in use and the
+fitted ones, and model/measured per case for both; it changes no code (the constants live in
+rvfx/agents/costs.py).
 
-Run: .venv/bin/python benchmarks/fit_speeds.py [--save FILE | --load FILE...]  (about a minute on 2
-cores; the bsuite cases need the bsuite extra and are left out without it). --save keeps the
-measurements; --load fits saved ones instead of measuring, the slowest of several sittings per case
-(a case's time varies by up to ~15% between sittings), or checks constants edited after a fit.
+Run (on a machine whose other work is paused):
+  .venv/bin/python benchmarks/fit_speeds.py [--family F ...] [--save FILE] [--load FILE ...]
+--family times only those families (tabular, linear, network: each a few minutes on 2 cores);
+--save keeps the measurements (a JSON object, case -> CPU seconds per episode); --load fits saved
+ones instead of measuring, the median of several sittings per case (a case's time varies by up to
+~25% between sittings on a shared machine: fitted to the median, a sitting's ratios spread about the
+fit's on both sides), or checks constants edited after a fit.
 """
 import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in the runs)
 
+import argparse
 import json
-import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import linprog
-from threadpoolctl import threadpool_limits
 
-from rvfx.agents import costs, make_agent
-from rvfx.agents.neural.ensemble import DQNParams, EnsembleParams
-from rvfx.core.live import live
-from rvfx.envs import ENVS
-from rvfx.envs.cartpole.dynamics import CartpoleSwingUpParams
-from rvfx.envs.deep_sea import DeepSeaParams
-from rvfx.experiment import memory, runner
-from rvfx.experiment.spec import load_spec
+from rvfx.agents import costs
 
-HERE = Path(__file__).parent
-CONFIGS = HERE.parent / "configs"
-sys.path.insert(0, str(HERE))
-from bench_cartpole import MODEL_CASES as CARTPOLE_CASES  # noqa: E402
-from bench_tabular import MODEL_CASES as TABULAR_CASES  # noqa: E402
-from estimate_check import agent_params  # noqa: E402
+sys.path.insert(0, str(Path(__file__).parent))
+import bench_cartpole  # noqa: E402
+import bench_ensemble  # noqa: E402
+import bench_linear  # noqa: E402
+import bench_tabular  # noqa: E402
+from estimate_check import Case, at_sweep_load, charged, summary  # noqa: E402
 
-
-@dataclass(frozen=True)
-class Case:
-    family: str
-    label: str
-    algorithm: str
-    params: object
-    env: str
-    env_params: object
-    warmup: int
-    episodes: int
-    seed_run: object = None         # a spec's run whose generators it uses, else fixed seeds
-
-
-def spec_case(family, spec, label, warmup, episodes, where="native", **want) -> Case:
-    """The run of `spec` with agent `label` and these env/agent values (the first seed); a bsuite run
-    `where`="native" on rvfx's DeepSea of the size bsuite's id has."""
-    exp = load_spec(str(CONFIGS / f"{spec}.yaml"), "paper", allow_long=True)
-    run = next(r for r in exp.runs if r.agent == label
-               and all({**asdict(r.env_params), **asdict(r.agent_params)}.get(k) == v for k, v in want.items()))
-    params, env_params = run.agent_params, run.env_params
-    if run.env == "bsuite" and where == "native":
-        env, env_params = "deep_sea", DeepSeaParams(size=env_params.run_sizes()["S"])
-    else:
-        env = run.env
-    name = " ".join([label, where if run.env == "bsuite" else "", *(f"{k}={v}" for k, v in want.items())])
-    return Case(family, " ".join(name.split()), run.algorithm, params, env, env_params, warmup, episodes, run)
-
-
-def bsuite_installed() -> bool:
-    try:
-        import bsuite  # noqa: F401
-    except ImportError:
-        return False
-    return True
+FAMILIES = ("tabular", "linear", "network")
 
 
 def cases() -> list[Case]:
-    out = []
-    for label, algorithm, values in TABULAR_CASES:
-        for n in (10, 20, 40):
-            out.append(Case("tabular", f"{label} N={n}", algorithm, agent_params(algorithm, **values), "deep_sea",
-                            DeepSeaParams(size=n), 50, max(20, 100_000 // n ** 2)))
-    features, bootstrap = "deepsea_linear_features", "deepsea_bootstrap_scaling"
-    for spec, label, n, M, warmup, episodes in (     # the linear specs' settings: N, M, history
-            (features, "grlsvi", 10, 2, 200, 400), (features, "grlsvi", 10, 40, 200, 200),
-            (features, "grlsvi", 20, 10, 200, 200), (features, "grlsvi", 40, 5, 200, 100),
-            (features, "grlsvi", 40, 40, 200, 100), (features, "grlsvi", 40, 160, 50, 20),
-            (bootstrap, "grlsvi_N", 60, 20, 100, 50), ("deepsea_linear_scaling", "grlsvi", 80, 40, 50, 20),
-            (bootstrap, "brlsvi_M", 10, 5, 1000, 300), (bootstrap, "brlsvi_M", 30, 20, 1000, 100),
-            (bootstrap, "brlsvi_M", 30, 120, 300, 50), ("deepsea_tuning", "brlsvi", 20, 10, 2000, 200),
-            (bootstrap, "brlsvi_N", 60, 5, 300, 30), (bootstrap, "brlsvi_N", 60, 20, 300, 30),
-            (bootstrap, "brlsvi_N", 40, 10, 500, 50)):
-        out.append(spec_case("linear", spec, label, warmup, episodes, size=n, M=M))
-    for label, params, env_values in CARTPOLE_CASES:
-        algorithm = "dqn" if isinstance(params, DQNParams) else "ensemble_rlsvi"
-        out.append(Case("network", label, algorithm, params, "cartpole_swingup",
-                        CartpoleSwingUpParams(tau_pole_mass=True, **env_values), 1, 3))
-    for representation in ("observation", "linear_basis"):
-        for n in (5, 10, 20, 28, 40, 50):
-            out.append(Case("network", f"ensemble {representation} N={n}", "ensemble_rlsvi",
-                            EnsembleParams(K=20, representation=representation, M=10), "deep_sea",
-                            DeepSeaParams(size=n), 40, max(8, 1000 // n)))
-    for k in ("deep_sea/0", "deep_sea/10", "deep_sea/20"):
-        out.append(spec_case("network", "bsuite_deep_sea", "dqn", 30, 40, id=k))
-        if bsuite_installed():
-            out.append(spec_case("network", "bsuite_deep_sea", "dqn", 30, 40, where="bsuite", id=k))
-    return out
+    return [*bench_tabular.model_cases(), *bench_linear.model_cases(), *bench_ensemble.model_cases(),
+            *bench_cartpole.model_cases()]
 
 
-def measure(case: Case) -> float:
-    """Process CPU seconds per episode of `case`'s timed episodes."""
-    if case.seed_run is not None:
-        env_rng, agent_rng = runner.run_rngs(case.seed_run)
-    else:
-        env_rng, agent_rng = np.random.default_rng(1), np.random.default_rng(2)
-    env = ENVS[case.env][0](case.env_params, env_rng)
-    agent = make_agent(case.algorithm, case.params, env, agent_rng)
-    with threadpool_limits(limits=1, user_api="blas"):
-        live(agent, env, case.warmup, log_every="last")
-        start = time.process_time()
-        live(agent, env, case.episodes, log_every="all")
-    return (time.process_time() - start) / case.episodes
-
-
-# The constants each family's fit sets, as (name, get, set) over a vector
+# The constants each family's fit sets, as (names, get, put) over a vector
 def _tabular_slots():
     def get():
         return [costs.FIXED_PER_STEP, costs.FIXED_PER_EPISODE, *costs.LEARN["rlsvi"], *costs.LEARN["psrl"],
-                *costs.LEARN["ucrl2"], *costs.LEARN["thompson"], *costs.BOOTSTRAP_STATISTICS, costs.BOLTZMANN_STEP]
+                *costs.LEARN["ucrl2"], *costs.LEARN["thompson"], costs.BOLTZMANN_STEP, costs.RESAMPLE_PER_TRANSITION]
 
     def put(x):
         costs.FIXED_PER_STEP, costs.FIXED_PER_EPISODE = x[0], x[1]
         costs.LEARN.update(rlsvi=(x[2], x[3]), psrl=(x[4], x[5]), ucrl2=(x[6], x[7]), thompson=(x[8], x[9]))
-        costs.BOOTSTRAP_STATISTICS, costs.BOLTZMANN_STEP = (x[10], x[11]), x[12]
+        costs.BOLTZMANN_STEP, costs.RESAMPLE_PER_TRANSITION = x[10], x[11]
     names = ["FIXED_PER_STEP", "FIXED_PER_EPISODE", "LEARN['rlsvi'][0]", "[1]", "LEARN['psrl'][0]",
-             "[1]", "LEARN['ucrl2'][0]", "[1]", "LEARN['thompson'][0]", "[1]",
-             "BOOTSTRAP_STATISTICS[0]", "[1]", "BOLTZMANN_STEP"]
+             "[1]", "LEARN['ucrl2'][0]", "[1]", "LEARN['thompson'][0]", "[1]", "BOLTZMANN_STEP",
+             "RESAMPLE_PER_TRANSITION"]
     return names, get, put
 
 
@@ -154,24 +72,24 @@ def _linear_slots():
 
 def _network_slots():
     def get():
-        return [*costs.NETWORK_STEP, costs.KEYED_MEMBER["one-hot"], costs.KEYED_MEMBER["block"], costs.SGD_FIXED]
+        return [*costs.NETWORK_STEP, costs.KEYED_MEMBER["one-hot"], costs.KEYED_MEMBER["block"],
+                costs.SGD_FIXED["dense"], costs.SGD_FIXED["keyed"], *costs.STORED_PRIOR]
 
     def put(x):
         costs.NETWORK_STEP = tuple(x[:3])
         costs.KEYED_MEMBER = {"one-hot": x[3], "block": x[4]}
-        costs.SGD_FIXED = x[5]
-    return ["NETWORK_STEP[0]", "[1]", "[2]", "KEYED_MEMBER['one-hot']", "KEYED_MEMBER['block']", "SGD_FIXED"], get, put
+        costs.SGD_FIXED = {"dense": x[5], "keyed": x[6]}
+        costs.STORED_PRIOR = tuple(x[7:9])
+    return (["NETWORK_STEP[0]", "[1]", "[2]", "KEYED_MEMBER['one-hot']", "KEYED_MEMBER['block']",
+             "SGD_FIXED['dense']", "SGD_FIXED['keyed']", "STORED_PRIOR[0]", "[1]"], get, put)
 
 
-def charged(case: Case) -> float:
-    """The model's seconds per episode over the case's timed episodes (history included)."""
-    at = [memory.cpu_seconds(case.algorithm, case.params, case.env_params, n)
-          for n in (case.warmup, case.warmup + case.episodes)]
-    return (at[1] - at[0]) / case.episodes
+SLOTS = {"tabular": _tabular_slots, "linear": _linear_slots, "network": _network_slots}
 
 
 def fit(family_cases: list[Case], measured: np.ndarray, slots) -> np.ndarray:
-    """The constants charging every case at least its measured time with the least summed ratio."""
+    """The constants charging every case at least its measured time with the least largest model/measured,
+    and among those the least summed one (two linear programs)."""
     _, get, put = slots
     now = np.array(get(), float)
 
@@ -180,54 +98,68 @@ def fit(family_cases: list[Case], measured: np.ndarray, slots) -> np.ndarray:
         return np.array([charged(c) for c in family_cases])
     k = len(now)
     offset = model(np.zeros(k))
-    unit = np.where(now > 0, now, 1e-6)                   # solve in units of the constants in use
-    coef = np.array([model(unit * np.eye(k)[j]) - offset for j in range(k)]).T
-    res = linprog(c=(coef / measured[:, None]).sum(0), A_ub=-coef, b_ub=offset - measured,
-                  bounds=[(0, None)] * k, method="highs")
     put(now)
-    if res.status != 0:
-        raise RuntimeError(f"the fit failed: {res.message}")
-    return unit * res.x
+    unit = np.where(now > 0, now, 1e-6)                   # solve in units of the constants in use
+    coef = np.array([model(unit * np.eye(k)[j]) - offset for j in range(k)]).T / measured[:, None]
+    put(now)
+    base, n = offset / measured, len(measured)           # case i's ratio: base[i] + coef[i] @ x, kept >= 1
+    top = linprog(c=np.r_[np.zeros(k), 1.0],             # over (x, t): the least t with every ratio <= t
+                  A_ub=np.block([[-coef, np.zeros((n, 1))], [coef, -np.ones((n, 1))]]), b_ub=np.r_[base - 1.0, -base],
+                  bounds=[(0, None)] * (k + 1), method="highs")
+    if top.status != 0:
+        raise RuntimeError(f"the fit failed: {top.message}")
+    least = linprog(c=coef.sum(0), A_ub=np.vstack([-coef, coef]), b_ub=np.r_[base - 1.0, top.x[-1] * (1 + 1e-6) - base],
+                    bounds=[(0, None)] * k, method="highs")
+    if least.status != 0:
+        raise RuntimeError(f"the fit failed: {least.message}")
+    return unit * least.x
+
+
+def measurements(args, all_cases: list[Case]) -> dict[str, float]:
+    """Case key -> CPU seconds per episode: timed now (the chosen families), or the median of the saved sittings."""
+    if args.load:
+        saved: dict[str, list[float]] = {}
+        for path in args.load:
+            for key, seconds in json.loads(Path(path).read_text()).items():
+                saved.setdefault(key, []).append(float(seconds))
+        return {key: float(np.median(times)) for key, times in saved.items()}
+    t0, measured = time.perf_counter(), {}
+    for family in args.family:               # one family at a time, as its benchmark times it
+        chosen = [c for c in all_cases if c.family == family]
+        measured |= dict(zip((c.key for c in chosen), at_sweep_load(chosen).tolist()))
+    print(f"{len(measured)} cases timed in two processes on two cores ({time.perf_counter() - t0:.0f} s)")
+    if args.save:
+        Path(args.save).write_text(json.dumps(measured, indent=1))
+    return measured
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "--measure":
-        json.dump([measure(c) for c in cases()], open(sys.argv[2], "w"))
-        return
-    t0 = time.perf_counter()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", nargs="+", choices=FAMILIES, default=list(FAMILIES))
+    parser.add_argument("--save")
+    parser.add_argument("--load", nargs="+")
+    args = parser.parse_args()
     all_cases = cases()
-    if len(sys.argv) >= 3 and sys.argv[1] == "--load":
-        sittings = [np.array(json.load(open(f)), float) for f in sys.argv[2:]]
-        if any(m.shape != (len(all_cases),) for m in sittings):
-            raise SystemExit(f"fit_speeds: a saved file does not hold {len(all_cases)} measurements")
-        measured = np.max(sittings, axis=0)
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            outs = [Path(tmp) / f"{i}.json" for i in range(2)]
-            procs = [subprocess.Popen([sys.executable, __file__, "--measure", str(o)]) for o in outs]
-            if any(p.wait() for p in procs):
-                raise SystemExit("fit_speeds: a measuring process failed")
-            measured = np.max([json.load(open(o)) for o in outs], axis=0)
-        if len(sys.argv) == 3 and sys.argv[1] == "--save":
-            json.dump(measured.tolist(), open(sys.argv[2], "w"))
-    print(f"rvfx validate's speeds: {len(all_cases)} cases measured in two processes on two cores"
-          + ("" if sys.argv[1:2] == ["--load"] else f" ({time.perf_counter() - t0:.0f} s)"))
-    families = (("tabular", _tabular_slots()), ("linear", _linear_slots()), ("network", _network_slots()))
-    before = np.array([charged(c) for c in all_cases]) / measured      # every ratio with the constants in use
-    for family, slots in families:
-        idx = [i for i, c in enumerate(all_cases) if c.family == family]
-        fam, meas = [all_cases[i] for i in idx], measured[idx]
-        names, get, put = slots
+    measured = measurements(args, all_cases)
+    for family in FAMILIES:                 # in this order: later families fit on top of the fixed charges
+        fam = [c for c in all_cases if c.family == family]
+        if not all(c.key in measured for c in fam):
+            print(f"{family}: not every case measured, not fitted")
+            continue
+        meas = np.array([measured[c.key] for c in fam])
+        before = np.array([charged(c) for c in fam]) / meas
+        names, get, _ = slots = SLOTS[family]()
         now = np.array(get(), float)
         new = fit(fam, meas, slots)
-        put(new)                                        # later families fit on top of the fixed charges
+        slots[2](new)
         after = np.array([charged(c) for c in fam]) / meas
         print(f"{family}: constant in use -> fitted")
         for name, a, b in zip(names, now, new):
             print(f"  {name:34s} {a:10.3g} -> {b:10.3g}")
         print("  model/measured per case, in use -> fitted:")
-        for c, m, r0, r1 in zip(fam, meas, before[idx], after):
-            print(f"    {c.label:40s} {1e3 * m:9.3f} ms/episode   {r0:5.2f} -> {r1:5.2f}")
+        for c, m, r0, r1 in zip(fam, meas, before, after):
+            print(f"    {c.label:52s} {1e3 * m:9.3f} ms/episode   {r0:5.2f} -> {r1:5.2f}")
+        print("  in use:\n" + "\n".join(summary(fam, before)) + "\n  fitted:\n" + "\n".join(summary(fam, after)))
 
 
 if __name__ == "__main__":

@@ -115,3 +115,20 @@ def test_a_keyed_network_input_is_charged_for_the_distinct_inputs_of_its_minibat
         counts = np.array([np.unique(rng.integers(0, n, draws)).size for _ in range(4000)])
         tolerance = 4 * max(counts.std(), 1e-12) / np.sqrt(counts.size)
         assert abs(counts.mean() - expected_distinct(draws, n)) <= tolerance + 1e-12, (draws, n)
+
+
+def test_a_layered_minibatch_draws_its_distinct_inputs_from_the_states_reachable_in_each_layer():
+    """`costs.minibatch_inputs` on a layered environment is the mean number of distinct (layer, state) among B draws
+    whose layer is uniform over H and whose state is uniform over the min(S, h + 1) of layer h (deep sea's triangle):
+    checked against 4,000 simulated minibatches per case, within four standard errors; without layers, B uniform
+    draws from every input."""
+    from rvfx.agents.costs import expected_distinct, minibatch_inputs
+    rng = np.random.default_rng(0)
+    for draws, H, S in ((128, 5, 5), (128, 20, 20), (128, 50, 50), (32, 6, 3), (3, 1, 1)):
+        layer = rng.integers(0, H, (4000, draws))
+        state = (rng.random((4000, draws)) * np.minimum(S, layer + 1)).astype(int)
+        counts = np.array([np.unique(row).size for row in layer * S + state])
+        tolerance = 4 * max(counts.std(), 1e-12) / np.sqrt(counts.size)
+        z = {"H": H, "S": S, "keys": H * S}
+        assert abs(counts.mean() - minibatch_inputs(draws, z)) <= tolerance + 1e-12, (draws, H, S)
+    assert minibatch_inputs(128, {"keys": 400}) == expected_distinct(128, 400)

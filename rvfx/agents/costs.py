@@ -11,25 +11,26 @@ import math
 from rvfx.core.cost import Part, RunCost
 
 # CPU seconds every run pays per environment step and per episode whatever its agent (the `live` loop,
-# the environment's step, logging), fitted with the tabular agents' charges
-FIXED_PER_STEP, FIXED_PER_EPISODE = 1.96e-6, 8e-7
+# the environment's step, logging), fitted with the tabular agents' charges. Every constant here is
+# benchmarks/fit_speeds.py's: those that charge no case of `make bench` less than its measured time,
+# with the least largest model/measured (then the least summed one)
+FIXED_PER_STEP, FIXED_PER_EPISODE = 2.63e-6, 4.66e-6
 
 # ---- tabular agents ---------------------------------------------------------------------------
 
 BYTES_PER_TRANSITION = 64   # TransitionStore: 24-byte rows, doubled when full, plus resampling
-# the bootstrap's resample (draws and weighted bincounts), per stored transition and episode:
-# 8.5-13.5 ns measured from 30,000 to 1.2 M stored transitions of deep sea N = 30 and 60 at the sweeps'
-# load (caches miss more as the history grows)
-RESAMPLE_PER_TRANSITION = 1.4e-8
-# CPU seconds per episode and layer of learn_from_buffer, fitted to deep sea N = 10-40: a fixed part and
+# the bootstrap's resample (draws and weighted bincounts), per stored transition and episode, fitted with the
+# tabular agents' constants (histories up to 20,000 transitions)
+RESAMPLE_PER_TRANSITION = 1.25e-8
+# CPU seconds per episode and layer of learn_from_buffer, fitted to deep sea N = 5-40: a fixed part and
 # one per (s, a, s') entry of the next-state table, per agent family (Thompson's: its posterior draw;
-# "none": a one-step bonus or a known structure, no backup beyond the fixed costs)
-LEARN = {"rlsvi": (6e-6, 1.16e-9), "psrl": (3.91e-6, 1.37e-8), "ucrl2": (1.95e-5, 1.47e-8),
-         "thompson": (7.15e-6, 3.47e-10), "none": (0.0, 0.0)}
-# the bootstrap adds its statistics from the resampled counts (weighted bincounts into the next-state
-# table), and Boltzmann acting (eq. 4.2) a softmax per step
-BOOTSTRAP_STATISTICS = (0.0, 1.98e-10)
-BOLTZMANN_STEP = 1.03e-5
+# "none": a one-step bonus or a known structure, no backup beyond the fixed costs). RLSVI's backup on
+# deterministic transitions (deep sea) reads one next state per (s, a): its entry part is small. The
+# bootstrap's statistics from the resampled counts add nothing the fit can tell from the resample's cost
+LEARN = {"rlsvi": (8.9e-6, 2.19e-9), "psrl": (7.55e-6, 1.86e-8), "ucrl2": (2.52e-5, 2.14e-8),
+         "thompson": (1.29e-5, 0.0), "none": (0.0, 0.0)}
+# Boltzmann acting (eq. 4.2): a softmax per step
+BOLTZMANN_STEP = 1.62e-5
 
 
 def history_cost(z: dict, episodes: int) -> RunCost:
@@ -46,18 +47,16 @@ def tabular_cost(learn: str, next_state_tables: int = 1, bootstrap: bool = False
     """`AgentEntry.cost` of a layered tabular agent: `next_state_tables` H×S×A×S float64 tables alive
     at the peak of one learn_from_buffer, next_count included (psrl: Dirichlet arguments and gamma
     draws; ucrl2: empirical transitions and their where(); brlsvi: the resampled counts), six H×S×A
-    ones; per episode its family's `LEARN` per layer, and with `bootstrap` the statistics and the
-    stored history."""
+    ones; per episode its family's `LEARN` per layer, and with `bootstrap` the stored history and its
+    resample."""
     def cost(params, z: dict, episodes: int, size_key: str) -> RunCost:
         H, S, A = z.get("H", 0), z.get("S", 0), z["A"]
         n = next_state_tables
         layer, entry = LEARN[learn]
-        if bootstrap:
-            layer, entry = layer + BOOTSTRAP_STATISTICS[0], entry + BOOTSTRAP_STATISTICS[1]
         own = RunCost(parts=(Part(f"{n} next-state table(s) of H×S×A×S", 8 * n * H * S * A * S, size_key),
                              Part("the H×S×A tables", 8 * 6 * H * S * A, size_key)),
                       per_step=(BOLTZMANN_STEP,) if getattr(params, "act", None) == "boltzmann" else (),
-                      per_episode=(z["H"] * (layer + entry * z["S"] ** 2 * z["A"]),))
+                      per_episode=(H * (layer + entry * S ** 2 * A),))
         return own.plus(history_cost(z, episodes)) if bootstrap else own
     return cost
 
@@ -73,15 +72,14 @@ def uncertainty_cost(params, z: dict, episodes: int, size_key: str) -> RunCost:
 
 # ---- linear agents ----------------------------------------------------------------------------
 
-# CPU seconds per episode, fitted to runs on deep sea at the specs' settings (N = 10-80, M = 2-160)
-# as the constants that charge no case less than it measured with the least summed excess (a linear
-# program over 15 cases): per row of the backward pass (the step that fills it included) a fixed cost
-# and the M x M solve's M^2 and M^3 parts (at M <= 160 LAPACK's time grows nearer M^2: the fit sets the
-# M^3 part to 0), and per (h, s, a, feature) the Q table's products
-LINEAR_ROW = (9.24e-6, 6.97e-9, 0.0, 2.45e-9)
+# CPU seconds per episode, fitted to runs on deep sea at the specs' settings (N = 10-80, M = 2-160; 15
+# cases): per row of the backward pass (the step that fills it included) a fixed cost and the M x M
+# solve's M^2 and M^3 parts (at M <= 160 LAPACK's time grows nearer M^2), and per (h, s, a, feature)
+# the Q table's products
+LINEAR_ROW = (1.61e-5, 8.79e-9, 1.94e-11, 2.86e-9)
 # learn_brlsvi's statistics from the resampled counts, per H*S*A: the Gram matrices (x M^2), the
 # next-state sums (x S*M) and the next-state count tables (x S)
-LINEAR_BOOTSTRAP = (3.32e-11, 4.55e-11, 7.42e-10)
+LINEAR_BOOTSTRAP = (0.0, 6.61e-11, 1.4e-10)
 
 
 def linear_sizes(params, z: dict) -> dict:
@@ -113,18 +111,21 @@ def linear_cost(bootstrap: bool = False):
 
 # CPU seconds, fitted jointly to runs on deep sea (N = 5-50: one-hot pixels, the linear basis, DQN on
 # rvfx's and bsuite's environment) and the cartpole (50-50, one layer, linear, DQN; sgd_period 1 and 4)
-# with the fast extra (the constants minimising the summed model/measured that charge no case less than
-# it measured, a linear program): per environment step the acting, the environment and the enqueue; per
-# SGD step and member at batch 128 a part per unit (bias, ReLU and Adam passes) and per multiply-add of
-# the layers. A keyed input is charged per distinct input of the batch (as many as B uniform draws from
-# its inputs give, on average), its first layer multiplies its block only (one-hot: a row gather; the
-# linear basis: its row's 2M features), and the linear basis adds per member and distinct row (block) of
-# the batch its small product, cached targets and gathered rows' Adam; a double-Q target adds its extra
-# forward pass. An SGD step also pays a part that does not grow with K (its Python calls: most of DQN's step)
-NETWORK_STEP = (1.12e-5, 3.87e-7, 9.14e-9)
-KEYED_MEMBER = {"one-hot": 0.0, "block": 2.42e-6}
+# with the fast extra: per environment step the acting, the environment and the enqueue; per SGD step
+# and member at batch 128 a part per unit (bias, ReLU and Adam passes) and per multiply-add of the
+# layers. A keyed input is charged per distinct input of the batch (`minibatch_inputs`), its first layer
+# multiplies its block only (one-hot: a row gather; the linear basis: its row's 2M features), and the
+# linear basis adds per member and distinct row (block) of the batch its small product, cached targets
+# and gathered rows' Adam; a double-Q target adds its extra forward pass. An SGD step also pays a part
+# that does not grow with K (its Python calls: most of DQN's step), keyed inputs (distinct inputs,
+# cached values, gathered rows) more than dense ones
+NETWORK_STEP = (1.34e-5, 3.96e-7, 9.52e-9)
+KEYED_MEMBER = {"one-hot": 2.07e-6, "block": 2.47e-6}
 DOUBLE_Q = 1.3
-SGD_FIXED = 1.18e-4
+SGD_FIXED = {"dense": 4.84e-5, "keyed": 1.77e-4}
+# a dense input with a prior (cartpole) evaluates the K members' prior on each new state as it is stored:
+# per environment step and member a fixed part and one per multiply-add of the layers
+STORED_PRIOR = (1.95e-6, 1.09e-9)
 
 
 def network_sizes(p, z: dict) -> dict:
@@ -133,6 +134,16 @@ def network_sizes(p, z: dict) -> dict:
     if p.representation == "linear_basis" and "S" in z:
         return {"M": p.M, "inputs": z["H"] * 2 * p.M}
     return {}
+
+
+def minibatch_inputs(draws: int, z: dict) -> float:
+    """The expected distinct inputs of a minibatch of `draws` from the replay buffer of a keyed input: on a
+    layered environment (deep sea) the draws spread over the H layers and, within layer h (from 0), over
+    the h + 1 states a run can have reached there (at most S); else over every input."""
+    if "H" not in z:
+        return expected_distinct(draws, z["keys"])
+    H, S = z["H"], z["S"]
+    return sum(min(S, h + 1) * (1 - (1 - 1 / (H * min(S, h + 1))) ** draws) for h in range(H))
 
 
 def expected_distinct(draws: int, n: int) -> float:
@@ -144,7 +155,8 @@ def expected_distinct(draws: int, n: int) -> float:
 def network_cost(p, z: dict, episodes: int, size_key: str) -> RunCost:
     """`AgentEntry.cost` of Ensemble RLSVI / DQN: replay buffer, the K networks' copies, cached values
     per input (keyed inputs), one SGD step's activations, and the one-off temporaries of building the
-    networks; per step the acting and the SGD steps (`NETWORK_STEP`, `KEYED_MEMBER`, `DOUBLE_Q`, `SGD_FIXED`)."""
+    networks; per step the acting, a dense input's stored prior and the SGD steps (`NETWORK_STEP`, `KEYED_MEMBER`,
+    `DOUBLE_Q`, `SGD_FIXED`, `STORED_PRIOR`)."""
     K, A, B = p.K, z["A"], p.batch_size
     hidden = [h for h in (p.hidden1, p.hidden2) if h > 0]
     layers = list(zip([z["inputs"], *hidden], [*hidden, A]))
@@ -178,9 +190,11 @@ def network_cost(p, z: dict, episodes: int, size_key: str) -> RunCost:
     # features), so the first layer multiplies that block's rows only
     width = (2 * p.M if "M" in z else 1) if keyed else layers[0][0]
     macs = sum(i * o for i, o in layers) - (layers[0][0] - width) * layers[0][1]
-    passes = expected_distinct(B, z["keys"]) if keyed else B      # keyed inputs: one pass per distinct input
+    passes = minibatch_inputs(B, z) if keyed else B      # keyed inputs: one pass per distinct input
     member = passes / 128 * (unit * sum(o for _, o in layers) + mac * macs)
     if keyed:      # the linear basis: one product per distinct row (block) of the batch; one-hot: none
         member += KEYED_MEMBER["block"] * expected_distinct(B, z["H"]) if "M" in z else KEYED_MEMBER["one-hot"]
-    step = K * member * (DOUBLE_Q if p.td_target == "double" else 1.0) + SGD_FIXED
+    step = K * member * (DOUBLE_Q if p.td_target == "double" else 1.0) + SGD_FIXED["keyed" if keyed else "dense"]
+    if not keyed and p.prior_scale > 0:
+        act += K * (STORED_PRIOR[0] + STORED_PRIOR[1] * macs)
     return RunCost(parts=tuple(parts), per_step=(act + p.sgd_steps_per_step / p.sgd_period * step,))
