@@ -98,7 +98,6 @@ def fit(family_cases: list[Case], measured: np.ndarray, slots) -> np.ndarray:
         return np.array([charged(c) for c in family_cases])
     k = len(now)
     offset = model(np.zeros(k))
-    put(now)
     unit = np.where(now > 0, now, 1e-6)                   # solve in units of the constants in use
     coef = np.array([model(unit * np.eye(k)[j]) - offset for j in range(k)]).T / measured[:, None]
     put(now)
@@ -108,8 +107,8 @@ def fit(family_cases: list[Case], measured: np.ndarray, slots) -> np.ndarray:
                   bounds=[(0, None)] * (k + 1), method="highs")
     if top.status != 0:
         raise RuntimeError(f"the fit failed: {top.message}")
-    least = linprog(c=coef.sum(0), A_ub=np.vstack([-coef, coef]), b_ub=np.r_[base - 1.0, top.x[-1] * (1 + 1e-6) - base],
-                    bounds=[(0, None)] * k, method="highs")
+    least = linprog(c=coef.sum(0), A_ub=np.vstack([-coef, coef]),     # then the least summed ratio under t
+                    b_ub=np.r_[base - 1.0, top.x[-1] * (1 + 1e-6) - base], bounds=[(0, None)] * k, method="highs")
     if least.status != 0:
         raise RuntimeError(f"the fit failed: {least.message}")
     return unit * least.x
