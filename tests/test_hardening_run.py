@@ -1,6 +1,7 @@
 """`rvfx run` refuses what would fail every run before any starts, and names what failed: a bad
 RVFX_KERNELS in one line (exit 2, nothing in failed/); a Dask scheduler without workers within
 seconds."""
+import os
 import subprocess
 import sys
 import time
@@ -86,6 +87,21 @@ def test_a_full_disk_while_a_shard_is_written_names_the_file(tmp_path, monkeypat
         return _Full(f) if set(mode) & set("wax") and str(file).endswith(f"/{name}") else f
     monkeypatch.setattr(builtins, "open", full_open)
     monkeypatch.setattr(io, "open", full_open)
+    full_fds, real_os_open, real_write = set(), os.open, os.write        # a writer through os (results.write_new)
+
+    def full_os_open(path, flags, *args, **kwargs):
+        fd = real_os_open(path, flags, *args, **kwargs)
+        if flags & (os.O_WRONLY | os.O_RDWR) and str(path).endswith(f"/{name}"):
+            full_fds.add(fd)
+        return fd
+
+    def full_write(fd, data):
+        if fd in full_fds:
+            full_fds.discard(fd)
+            raise OSError(*NO_SPACE)
+        return real_write(fd, data)
+    monkeypatch.setattr(os, "open", full_os_open)
+    monkeypatch.setattr(os, "write", full_write)
     result = invoke("run", *SPEC, "--out", tmp_path / "out")
     assert result.exit_code == 1
     last = result.output.splitlines()[-1]
