@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -87,9 +88,9 @@ def spec_case(family: str, spec: str, label: str, warmup: int, episodes: int, wh
     return Case(family, " ".join(name.split()), run.algorithm, params, env, env_params, warmup, episodes, run)
 
 
-def measure(cases: list[Case]) -> list[float]:
+def measure(cases: list[Case]) -> tuple[list[float], float]:
     """Each case's CPU seconds per episode in this process: every agent built and warmed up, then
-    `ROUNDS` rounds over all of them; the median round's."""
+    `ROUNDS` rounds over all of them; the median round's. And the CPU seconds this process spent."""
     times: list[list[float]] = [[] for _ in cases]
     with threadpool_limits(limits=1, user_api="blas"):
         runs = []
@@ -105,14 +106,29 @@ def measure(cases: list[Case]) -> list[float]:
                 start = time.process_time()
                 live(agent, env, case.per_round(), log_every="all")
                 spent.append((time.process_time() - start) / case.per_round())
-    return [float(np.median(t)) for t in times]
+    return [float(np.median(t)) for t in times], time.process_time()
+
+
+def busy_seconds() -> float:
+    """CPU seconds all processes of this machine have spent since boot (Linux's /proc/stat; 0 elsewhere)."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def at_sweep_load(cases: list[Case]) -> np.ndarray:
     """Each case's CPU seconds per episode with `PROCESSES` processes running every case at once (forked:
-    they inherit the cases), the mean of theirs."""
+    they inherit the cases), the mean of theirs. Says how much other work ran meanwhile: it slows the cases."""
+    start, wall = busy_seconds(), time.perf_counter()
     with multiprocessing.get_context("fork").Pool(PROCESSES) as pool:
-        return np.mean(pool.map(measure, [cases] * PROCESSES, chunksize=1), axis=0)
+        results = pool.map(measure, [cases] * PROCESSES, chunksize=1)
+    other = busy_seconds() - start - sum(spent for _, spent in results)
+    print(f"  (other work on the machine meanwhile: {other / (time.perf_counter() - wall):.2f} cores on average; "
+          "above ~0.1 it slows the timed cases)", flush=True)
+    return np.mean([times for times, _ in results], axis=0)
 
 
 def charged(case: Case) -> float:
