@@ -14,23 +14,23 @@ from rvfx.core.cost import Part, RunCost
 # the environment's step, logging), fitted with the tabular agents' charges. Every constant here is
 # benchmarks/fit_speeds.py's: those that charge no case of `make bench` less than its measured time,
 # with the least largest model/measured (then the least summed one)
-FIXED_PER_STEP, FIXED_PER_EPISODE = 2.63e-6, 4.66e-6
+FIXED_PER_STEP, FIXED_PER_EPISODE = 2.95e-6, 4.03e-6
 
 # ---- tabular agents ---------------------------------------------------------------------------
 
 BYTES_PER_TRANSITION = 64   # TransitionStore: 24-byte rows, doubled when full, plus resampling
 # the bootstrap's resample (draws and weighted bincounts), per stored transition and episode, fitted with the
 # tabular agents' constants (histories up to 20,000 transitions)
-RESAMPLE_PER_TRANSITION = 1.25e-8
+RESAMPLE_PER_TRANSITION = 1.27e-8
 # CPU seconds per episode and layer of learn_from_buffer, fitted to deep sea N = 5-40: a fixed part and
 # one per (s, a, s') entry of the next-state table, per agent family (Thompson's: its posterior draw;
 # "none": a one-step bonus or a known structure, no backup beyond the fixed costs). RLSVI's backup on
 # deterministic transitions (deep sea) reads one next state per (s, a): its entry part is small. The
 # bootstrap's statistics from the resampled counts add nothing the fit can tell from the resample's cost
-LEARN = {"rlsvi": (8.9e-6, 2.19e-9), "psrl": (7.55e-6, 1.86e-8), "ucrl2": (2.52e-5, 2.14e-8),
-         "thompson": (1.29e-5, 0.0), "none": (0.0, 0.0)}
+LEARN = {"rlsvi": (8.78e-6, 2.11e-9), "psrl": (7.41e-6, 1.75e-8), "ucrl2": (2.5e-5, 2.15e-8),
+         "thompson": (1.27e-5, 0.0), "none": (0.0, 0.0)}
 # Boltzmann acting (eq. 4.2): a softmax per step
-BOLTZMANN_STEP = 1.62e-5
+BOLTZMANN_STEP = 1.41e-5
 
 
 def history_cost(z: dict, episodes: int) -> RunCost:
@@ -76,10 +76,10 @@ def uncertainty_cost(params, z: dict, episodes: int, size_key: str) -> RunCost:
 # cases): per row of the backward pass (the step that fills it included) a fixed cost and the M x M
 # solve's M^2 and M^3 parts (at M <= 160 LAPACK's time grows nearer M^2), and per (h, s, a, feature)
 # the Q table's products
-LINEAR_ROW = (1.61e-5, 8.79e-9, 1.94e-11, 2.86e-9)
+LINEAR_ROW = (1.35e-5, 7.04e-9, 2.28e-11, 3.16e-9)
 # learn_brlsvi's statistics from the resampled counts, per H*S*A: the Gram matrices (x M^2), the
 # next-state sums (x S*M) and the next-state count tables (x S)
-LINEAR_BOOTSTRAP = (0.0, 6.61e-11, 1.4e-10)
+LINEAR_BOOTSTRAP = (2.36e-11, 3.38e-11, 5.98e-10)
 
 
 def linear_sizes(params, z: dict) -> dict:
@@ -119,13 +119,13 @@ def linear_cost(bootstrap: bool = False):
 # and gathered rows' Adam; a double-Q target adds its extra forward pass. An SGD step also pays a part
 # that does not grow with K (its Python calls: most of DQN's step), keyed inputs (distinct inputs,
 # cached values, gathered rows) more than dense ones
-NETWORK_STEP = (1.34e-5, 3.96e-7, 9.52e-9)
-KEYED_MEMBER = {"one-hot": 2.07e-6, "block": 2.47e-6}
+NETWORK_STEP = (7.55e-7, 3.63e-7, 1.12e-8)
+KEYED_MEMBER = {"one-hot": 1.73e-6, "block": 2.46e-6}
 DOUBLE_Q = 1.3
-SGD_FIXED = {"dense": 4.84e-5, "keyed": 1.77e-4}
+SGD_FIXED = {"dense": 9.61e-5, "keyed": 1.92e-4}
 # a dense input with a prior (cartpole) evaluates the K members' prior on each new state as it is stored:
 # per environment step and member a fixed part and one per multiply-add of the layers
-STORED_PRIOR = (1.95e-6, 1.09e-9)
+STORED_PRIOR = (1.91e-6, 4.42e-10)
 
 
 def network_sizes(p, z: dict) -> dict:
