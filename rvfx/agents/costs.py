@@ -153,13 +153,19 @@ def expected_distinct(draws: int, n: int) -> float:
 
 
 def network_cost(p, z: dict, episodes: int, size_key: str) -> RunCost:
-    """`AgentEntry.cost` of Ensemble RLSVI / DQN: replay buffer, the K networks' copies, cached values
-    per input (keyed inputs), one SGD step's activations, and the one-off temporaries of building the
-    networks; per step the acting, a dense input's stored prior and the SGD steps (`NETWORK_STEP`, `KEYED_MEMBER`,
-    `DOUBLE_Q`, `SGD_FIXED`, `STORED_PRIOR`)."""
-    K, A, B = p.K, z["A"], p.batch_size
+    """`AgentEntry.cost` of Ensemble RLSVI / DQN: its memory (`network_memory`) and its CPU time per step
+    (`network_step`)."""
     hidden = [h for h in (p.hidden1, p.hidden2) if h > 0]
-    layers = list(zip([z["inputs"], *hidden], [*hidden, A]))
+    layers = list(zip([z["inputs"], *hidden], [*hidden, z["A"]]))
+    return RunCost(parts=network_memory(p, z, layers, size_key), per_step=(network_step(p, z, layers),))
+
+
+def network_memory(p, z: dict, layers: list, size_key: str) -> tuple:
+    """The parts of Ensemble RLSVI's / DQN's memory: replay buffer, the K networks' copies, cached values
+    per input (keyed inputs), one SGD step's activations, and the one-off temporaries of building the
+    networks. `layers` are the networks' (inputs, outputs) per layer."""
+    K, A, B = p.K, z["A"], p.batch_size
+    hidden = [o for _, o in layers[:-1]]
     first = z["inputs"] * layers[0][1] * K
     weights = sum((i + 1) * o for i, o in layers) * K
     keyed = z["keys"] > 0
@@ -185,6 +191,13 @@ def network_cost(p, z: dict, episodes: int, size_key: str) -> RunCost:
     # fast extra's passes), the target pass's activation (its ReLU' is not kept), the backward reusing them
     sgd = 4 * 3 * rows * K * (sum(hidden) + A) + 4 * 8 * B * K + (4 * B * rows * A if keyed else 0)
     parts.append(Part("one SGD step's activations and gradients", sgd, "agent.batch_size"))
+    return tuple(parts)
+
+
+def network_step(p, z: dict, layers: list) -> float:
+    """Ensemble RLSVI's / DQN's CPU seconds per step: the acting, a dense input's stored prior and the SGD
+    steps (`NETWORK_STEP`, `KEYED_MEMBER`, `DOUBLE_Q`, `SGD_FIXED`, `STORED_PRIOR`)."""
+    K, B, keyed = p.K, p.batch_size, z["keys"] > 0
     act, unit, mac = NETWORK_STEP
     # a keyed input is a block of the first layer's input (one-hot: 1 wide; the linear basis: its row's 2M
     # features), so the first layer multiplies that block's rows only
@@ -197,4 +210,4 @@ def network_cost(p, z: dict, episodes: int, size_key: str) -> RunCost:
     step = K * member * (DOUBLE_Q if p.td_target == "double" else 1.0) + SGD_FIXED["keyed" if keyed else "dense"]
     if not keyed and p.prior_scale > 0:
         act += K * (STORED_PRIOR[0] + STORED_PRIOR[1] * macs)
-    return RunCost(parts=tuple(parts), per_step=(act + p.sgd_steps_per_step / p.sgd_period * step,))
+    return act + p.sgd_steps_per_step / p.sgd_period * step

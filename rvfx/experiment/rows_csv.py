@@ -21,6 +21,19 @@ _INTS = {int, np.int64}
 _PLAIN = {bool, str, type(None), np.bool_, *_NUMBERS}
 
 
+def _missing(v) -> bool:
+    """A value pandas writes as "": a row without the key (_ABSENT), None, or NaN (unequal to itself)."""
+    return v is None or v is _ABSENT or v != v
+
+
+def _float_column(values, kinds: set) -> list[str] | None:
+    """A column of numbers with a float or a missing value among them, as float64 writes them (an
+    int 3 as "3.0"), or None for an int beyond float64's exact integers (left to pandas)."""
+    if kinds & _INTS and any(type(v) in _INTS and abs(int(v)) >= 2**53 for v in values):
+        return None
+    return ["" if _missing(v) else repr(float(v)) for v in values]
+
+
 def _column(values) -> list[str] | None:
     """The cells of one column as pandas writes them, or None where pandas' rules are not these."""
     kinds = set(map(type, values))
@@ -30,11 +43,9 @@ def _column(values) -> list[str] | None:
         return None
     floats = float in kinds or np.float64 in kinds
     if kinds - {type(None)} <= _NUMBERS and (gaps or floats):
-        if kinds & _INTS and any(type(v) in _INTS and abs(int(v)) >= 2**53 for v in values):
-            return None                                # beyond float64's exact integers: left to pandas
-        return ["" if v is None or v is _ABSENT or v != v else repr(float(v)) for v in values]
-    if gaps or floats:                                 # a missing value, or NaN (unequal to itself), is ""
-        return ["" if v is None or v is _ABSENT or v != v else str(v) for v in values]
+        return _float_column(values, kinds)
+    if gaps or floats:
+        return ["" if _missing(v) else str(v) for v in values]
     return list(map(str, values))
 
 
