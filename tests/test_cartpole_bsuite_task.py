@@ -213,7 +213,7 @@ def test_the_gymnasium_adapter_takes_the_preset():
 # ------------------------------------------------------------------ the bridge spec
 
 BRIDGE = CONFIGS / "cartpole_bridge.yaml"
-ORDER = [  # (arm, what it changes from the arm before): the order
+ORDER = [  # (arm, what it changes from the arm before): the spec's order
     ("bsuite0", {}),
     ("xdot", {"env.x_dot_bounded": True}),
     ("upright95", {"env.upright_cos": 0.95, "env.x_bound": 0.0, "env.strict_bounds": False}),

@@ -2,7 +2,7 @@
 results folders, one claim per statistic kind whose minimum (claims.yaml's rules.minimum_runs) exceeds
 1. With one run per group none holds or differs, each saying "too few runs (n = 1, needs ≥ k)"; with
 20 runs per group each gives the verdict its data were built for. And a real one-seed run of Fig. 4's
-spec, the case of the issue, gives no verdict on its bootstrap claims; the minimums themselves rest on
+spec (one seed, 50 episodes) gives no verdict on its bootstrap claims; the minimums themselves rest on
 benchmarks/bootstrap_coverage.py, whose numbers tests/test_bootstrap_coverage.py checks."""
 import re
 
@@ -170,7 +170,7 @@ def test_a_slope_on_two_sizes_is_refused_whatever_its_runs(tmp_path):
 
 
 def test_a_one_seed_run_of_fig4_gives_no_verdict_on_its_bootstrap_claims(tmp_path):
-    """The issue's case: Fig. 4's spec run with one seed and 50 episodes; a percentile bootstrap over one
+    """Fig. 4's spec run with one seed and 50 episodes; a percentile bootstrap over one
     run per chest is a zero-width interval, and no longer a verdict."""
     results = tmp_path / "results"
     assert invoke("run", CONFIGS / "deepsea_tabular.yaml", "--set", "seeds=1", "--set", "episodes=50",
