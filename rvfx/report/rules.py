@@ -132,24 +132,23 @@ def _below(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]
 
 def _at_most(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
     """at_most ("at most about"): the CI at or below the target plus the rules' margin."""
-    tol, interval = tolerance(consts), ci(e, scale)
-    edge = _scaled(rule["target"], scale) + consts["at_most"]["margin"]
-    if _le(e.hi, edge, tol):
-        return "holds", f"CI {interval} lies at or below {_edge(edge, scale)}"
-    if _lt(edge, e.lo, tol):
-        return "differs", f"CI {interval} lies above {_edge(edge, scale)}"
-    return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
+    return _within(True, _scaled(rule["target"], scale) + consts["at_most"]["margin"], consts, e, scale)
 
 
 def _at_least(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
     """at_least ("at least about"): the CI at or above the target less the rules' margin."""
-    tol, interval = tolerance(consts), ci(e, scale)
-    edge = _scaled(rule["target"], scale) - consts["at_least"]["margin"]
-    if _le(edge, e.lo, tol):
-        return "holds", f"CI {interval} lies at or above {_edge(edge, scale)}"
-    if _lt(e.hi, edge, tol):
-        return "differs", f"CI {interval} lies below {_edge(edge, scale)}"
-    return "inconclusive", f"CI {interval} straddles {_edge(edge, scale)}"
+    return _within(False, _scaled(rule["target"], scale) - consts["at_least"]["margin"], consts, e, scale)
+
+
+def _within(upper: bool, edge: float, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
+    """The CI at or below `edge` (upper) or at or above it: holds; wholly beyond it: differs."""
+    tol, interval, shown = tolerance(consts), ci(e, scale), _edge(edge, scale)
+    side, beyond = ("below", "above") if upper else ("above", "below")
+    if _le(e.hi, edge, tol) if upper else _le(edge, e.lo, tol):
+        return "holds", f"CI {interval} lies at or {side} {shown}"
+    if _lt(edge, e.lo, tol) if upper else _lt(e.hi, edge, tol):
+        return "differs", f"CI {interval} lies {beyond} {shown}"
+    return "inconclusive", f"CI {interval} straddles {shown}"
 
 
 def _inequality(rule: dict, consts: dict, e: Estimate, scale: str) -> tuple[str, str]:
