@@ -9,6 +9,7 @@ import rvfx  # noqa: F401, I001  (first: BLAS threads and kernels pinned as in t
 
 import dataclasses
 import hashlib
+import io
 import json
 import tempfile
 import time
@@ -44,12 +45,14 @@ def cli(*args) -> tuple[float, float]:
 
 
 def naive_tables(out, runs) -> dict[str, pd.DataFrame]:
-    """Baseline only: each verified shard file parsed alone, then concatenated (collect before)."""
+    """Baseline only: each verified shard's tables parsed alone, then concatenated (collect before)."""
     tables: dict[str, list] = {}
     for run in runs:
-        if results.shard_problem(out, run) is None:
-            for path in sorted(results.shard_dir(out, run).glob("*.csv")):
-                tables.setdefault("runs" if path.stem == "summary" else path.stem, []).append(results.read_table(path))
+        problem, _, files = results.verified_shard(out, run)
+        for name in sorted(files) if problem is None else ():
+            stem = name.removesuffix(".csv")
+            frame = results.read_table(io.BytesIO(files[name]))
+            tables.setdefault("runs" if stem == "summary" else stem, []).append(frame)
     return {name: pd.concat(frames, ignore_index=True) for name, frames in tables.items()}
 
 
@@ -63,7 +66,7 @@ def naive_run_id(run: RunSpec) -> str:
 def runner_ratio(tmp: Path) -> None:
     """1,000 ten-episode runs (deep sea N = 4, learn_grlsvi: ~2 ms each) through `rvfx run`: the command's
     wall time against the sum of the seconds their timing.csv records, both measured here. The rest
-    is the runner's: each run's shard (a folder and four files), the plan and collect, BLAS's check. In
+    is the runner's: each run's shard (one file), the plan and collect, BLAS's check. In
     the temporary folder, then in memory (/dev/shm, where there is one) to tell the disk's part."""
     folders = [("temp folder", tmp)] + ([("in memory", Path("/dev/shm"))] if Path("/dev/shm").is_dir() else [])
     spec = tmp / "ratio.yaml"

@@ -52,7 +52,6 @@ def run(exp: ExperimentSpec, out: str | Path = "results", jobs: int = 1, dask: s
     out = str(out)
     preflight.results_folder(out, exp)
     preflight.other_sweep(out, exp)
-    probe = None if dry_run else preflight.blas_probe(dask)    # its interpreter starts while the sweep is planned
     from rvfx.experiment.runner import Interrupted, plan_sweep, run_sweep, sweep_lock
     with contextlib.ExitStack() as held:
         registry, recorded, notes = _record_holds(exp, out, record, claims, held) if record else (None, set(), [])
@@ -66,7 +65,7 @@ def run(exp: ExperimentSpec, out: str | Path = "results", jobs: int = 1, dask: s
         if dry_run:
             return []
         if plan.pending:
-            preflight.blas_runs(probe)
+            preflight.blas_runs(dask)
         preflight.kernels()
         preflight.writable(out, exp)
         with sweep_lock(out, exp.name):       # collect within it too: it trusts the shards the plan verified

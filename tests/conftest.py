@@ -1,13 +1,10 @@
 import rvfx  # noqa: F401, I001  (first: it pins BLAS threads and kernels before anything loads NumPy)
 import copy
-import os
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from rvfx.experiment import blas_check
 
 TINY_SPEC = """\
 experiment: tiny
@@ -37,27 +34,6 @@ def tiny_spec(tmp_path) -> Path:
     path = tmp_path / "tiny.yaml"
     path.write_text(textwrap.dedent(TINY_SPEC))
     return path
-
-
-_BLAS_VERDICTS: dict = {}
-
-
-@pytest.fixture(autouse=True)
-def blas_probed_once_per_environment(monkeypatch):
-    """Every `rvfx run` first probes NumPy's BLAS in a fresh interpreter (rvfx.experiment.blas_check),
-    about 0.2 s, which the suite's hundred-odd in-process runs need not pay each: the probe really
-    runs once per test process for each probe, interpreter and environment, and its verdict (a
-    function of those alone) is reused. A test that changes the probe or the environment (a dying
-    probe, OPENBLAS_CORETYPE) is probed afresh; the probe itself is tested in real processes."""
-    real = blas_check.blas_problem
-
-    def probed_once():
-        env = tuple(sorted((k, v) for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"))  # names the test
-        key = (blas_check.PROBE, blas_check.TIMEOUT, sys.executable, env)
-        if key not in _BLAS_VERDICTS:
-            _BLAS_VERDICTS[key] = real()
-        return _BLAS_VERDICTS[key]
-    monkeypatch.setattr(blas_check, "blas_problem", probed_once)
 
 
 _REGISTRIES: dict = {}

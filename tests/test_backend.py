@@ -55,7 +55,7 @@ def test_each_runs_manifest_records_its_kernels_and_nothing_else_changes(tmp_pat
         subprocess.run([rvfx, *SWEEP, "--out", str(out)], env=env, check=True, capture_output=True)
         shards = sorted((out / "deepsea_ensemble" / "shards").iterdir())
         assert len(shards) == 2
-        assert {json.loads((s / "manifest.json").read_text())["kernels"] for s in shards} == {kernels}
+        assert {json.loads(s.read_text())["kernels"] for s in shards} == {kernels}
         ids.append([s.name for s in shards])
         tables.append([(out / "deepsea_ensemble" / name).read_bytes() for name in ("episodes.csv", "runs.csv")])
     assert all(i == ids[0] for i in ids) and all(t == tables[0] for t in tables)

@@ -4,6 +4,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,8 @@ from click.testing import CliRunner
 from conftest import TINY_SPEC
 
 from rvfx.cli import main
-from rvfx.experiment import results, yaml_lines
 from rvfx.experiment import runner as runner_mod
+from rvfx.experiment import yaml_lines
 
 # Line numbers in TINY_SPEC: 5 size, 7 env.treasure, 11 v, 13 psrl's algorithm, 14 seeds, 15 episodes.
 SPEC_CASES = {   # id: (text replaced, replacement, line, key, words in the message); line None: not checked
@@ -248,9 +249,9 @@ def _set(*sets: str, fragment: str):
 def _blas_dies(tmp_path, monkeypatch):
     """The BLAS probe dies of SIGILL, as under OPENBLAS_CORETYPE=SkylakeX on a CPU without AVX-512."""
     from rvfx.experiment import blas_check
-    monkeypatch.setattr(blas_check, "PROBE", "import os, signal; os.kill(os.getpid(), signal.SIGILL)")
+    monkeypatch.setattr(blas_check, "product", lambda: os.kill(os.getpid(), signal.SIGILL))
     return ["run", tmp_path / "tiny.yaml", "--set", "seeds=3", "--out", tmp_path / "out"], 2, \
-        [f"NumPy's BLAS dies of SIGILL in a fresh process under OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}"]
+        [f"NumPy's BLAS dies of SIGILL in a child process under OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}"]
 
 
 OTHER_CASES = {
@@ -301,14 +302,25 @@ def test_bad_file_or_output_one_line_naming_the_path(earlier, tmp_path, monkeypa
 def test_disk_full_during_a_run_names_the_file_and_keeps_earlier_results(earlier, tmp_path, monkeypatch):
     """A fault after runs started (here the first new shard's write) ends in one error line, exit 1;
     the half-written shard is removed and the earlier shards and tables are untouched."""
-    def full(table, path, first=None):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-    monkeypatch.setattr(results, "_write_table", full)
+    shard_fds, real_open, real_write = set(), os.open, os.write
+
+    def shard_open(path, flags, *args, **kwargs):            # a new shard file, under its temporary name
+        fd = real_open(path, flags, *args, **kwargs)
+        if flags & os.O_WRONLY and "/shards/." in str(path):
+            shard_fds.add(fd)
+        return fd
+
+    def full(fd, data):
+        if fd in shard_fds:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+    monkeypatch.setattr(os, "open", shard_open)
+    monkeypatch.setattr(os, "write", full)
     before = snapshot(earlier)
     result = cli("run", tmp_path / "tiny.yaml", "--set", "seeds=3", "--out", earlier)
     assert result.exit_code == 1 and "Traceback" not in result.output
     errors = [line[line.index("error:"):] for line in result.stderr.splitlines() if "error:" in line]  # after any bar
-    assert len(errors) == 1 and "episodes.csv: No space left on device" in errors[0], result.stderr
+    assert len(errors) == 1 and ".json: No space left on device" in errors[0], result.stderr
     assert str(earlier / "tiny" / "shards") in errors[0]
     assert snapshot(earlier) == before
 
@@ -427,7 +439,7 @@ def test_skylakex_kernels_on_a_cpu_without_avx512_are_refused_before_any_run(tmp
                         env={**os.environ, "OPENBLAS_CORETYPE": "SkylakeX"})
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert done.stderr.splitlines() == [done.stderr.strip()] and "Traceback" not in done.stderr
-    assert "NumPy's BLAS dies of SIGILL in a fresh process under OPENBLAS_CORETYPE=SkylakeX" in done.stderr
+    assert "NumPy's BLAS dies of SIGILL in a child process under OPENBLAS_CORETYPE=SkylakeX" in done.stderr
     assert not (tmp_path / "out").exists()
 
 

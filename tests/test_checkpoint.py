@@ -96,8 +96,8 @@ def cut_at(episode):
 
 
 def shard_bytes(out, run):
-    d = results.shard_dir(out, run)
-    return {p.name: p.read_bytes() for p in d.glob("*.csv") if p.name != "timing.csv"}
+    tables = json.loads(results.shard_path(out, run).read_text())["tables"]
+    return {name: text for name, text in tables.items() if name != "timing.csv"}
 
 
 SPEC = """experiment: ckpt

@@ -272,26 +272,3 @@ def test_a_run_whose_worker_dies_on_each_try_is_recorded_failed_with_why_and_the
     failed = (tmp_path / "k" / "tiny" / "failed" / f"{victim.run_id}.txt").read_text()
     assert "the run's worker died (killed by SIGKILL) on each of its 2 tries" in failed
     assert [r for r in exp.runs if not results.is_done(tmp_path / "k", r)] == [victim]
-
-
-def test_the_blas_probe_runs_beside_the_caller_and_gives_its_verdict_or_its_error(monkeypatch):
-    """blas_check.Probe starts the probe when made and returns at once: the caller goes on (here it
-    lets the probe finish) and `problem()` then gives the probe's verdict, or raises its error."""
-    import threading
-
-    from rvfx.experiment import blas_check
-    allowed = threading.Event()
-
-    def probe_after_the_caller():
-        assert allowed.wait(timeout=30), "the probe ran in the caller's thread"
-        return "the verdict"
-    monkeypatch.setattr(blas_check, "blas_problem", probe_after_the_caller)
-    probe = blas_check.Probe()
-    allowed.set()
-    assert probe.problem() == "the verdict"
-
-    def broken():
-        raise MemoryError("no room for the probe")
-    monkeypatch.setattr(blas_check, "blas_problem", broken)
-    with pytest.raises(MemoryError, match="no room for the probe"):
-        blas_check.Probe().problem()

@@ -1,5 +1,6 @@
 """Shards prove themselves: damaged or stale shards are named, rerun and never read."""
 import hashlib
+import io
 import json
 import os
 import platform
@@ -8,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from cli_helpers import invoke
+from cli_helpers import as_format_1, edit_shard, invoke
 
 from rvfx.experiment import results
 from rvfx.experiment.spec import load_spec
@@ -26,9 +27,10 @@ def test_manifest_lists_every_table_with_rows_checksum_settings_and_code(tiny_sp
     out = tmp_path / "m"
     assert invoke("run", tiny_spec, "--out", out).exit_code == 0
     run = load_spec(str(tiny_spec)).runs[0]
-    manifest = json.loads((results.shard_dir(out, run) / results.MANIFEST).read_text())
-    assert set(manifest["files"]) == {"episodes.csv", "summary.csv", "timing.csv"}
-    episodes = pd.read_csv(results.shard_dir(out, run) / "episodes.csv")
+    manifest = json.loads(results.shard_path(out, run).read_text())
+    assert set(manifest["files"]) == set(manifest["tables"]) == {"episodes.csv", "summary.csv", "timing.csv"}
+    assert manifest["format"] == results.SHARD_FORMAT == 2
+    episodes = pd.read_csv(io.StringIO(manifest["tables"]["episodes.csv"]))
     assert manifest["files"]["episodes.csv"]["rows"] == len(episodes) > 0
     assert manifest["run_id"] == run.run_id
     assert manifest["settings"]["env"]["size"] == 4 and "start_angle" not in manifest["settings"]["env"]
@@ -42,14 +44,28 @@ def test_manifest_lists_every_table_with_rows_checksum_settings_and_code(tiny_sp
     assert provenance["runs"][run.run_id] == {"commit": manifest["code"]["commit"], "blas": manifest["blas"]}
 
 
-def test_a_manifest_is_the_json_of_its_fields_one_key_a_line():
-    """manifest_text (one key a line, for a reader's eye) reads back as the manifest it encodes."""
-    manifest = {"run_id": "0123", "settings": {"env": {"size": 4, "b": [1, 2.5, None]}, "agent": {"v": "H**2/25"}},
-                "files": {"episodes.csv": {"rows": 3, "sha256": "ab"}}, "kernels": None, "format": 1, "é": "\n\""}
-    text = results.manifest_text(manifest)
-    assert json.loads(text) == manifest
-    lines = [f" {json.dumps(k)}: {json.dumps(manifest[k], sort_keys=True)}" for k in sorted(manifest)]
-    assert text == "{\n" + ",\n".join(lines) + "\n}\n"
+def test_a_shard_of_the_older_layout_is_read_verified_and_replaced_when_damaged(tiny_spec, tmp_path):
+    """A folder of CSV files and manifest.json (shard format 1, what an older rvfx wrote) counts as
+    done and feeds the same tables; a damaged one is named and rerun, and its folder replaced by a
+    shard file; a manifest naming a file outside its folder is not read."""
+    out = tmp_path / "o"
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    clean = tables(out)
+    runs = load_spec(str(tiny_spec)).runs
+    old = [as_format_1(results.shard_path(out, run)) for run in runs[:3]]
+    assert invoke("collect", tiny_spec, "--out", out).exit_code == 0 and tables(out) == clean
+    assert [results.shard_problem(out, run) for run in runs[:3]] == [None] * 3
+    (old[0] / "episodes.csv").write_text("damaged\n")
+    (old[1] / "summary.csv").unlink()
+    manifest = json.loads((old[2] / results.MANIFEST).read_text())
+    manifest["files"]["../../runs.csv"] = {"rows": 1, "sha256": "0"}
+    (old[2] / results.MANIFEST).write_text(json.dumps(manifest))
+    assert [results.shard_problem(out, run) for run in runs[:3]] == [
+        "episodes.csv: checksum differs from the shard's manifest (damaged or edited)", "summary.csv missing",
+        "manifest.json lists '../../runs.csv', not a file of the shard"]
+    result = invoke("run", tiny_spec, "--out", out)
+    assert result.exit_code == 0 and "3 run(s) finished, 0 failed" in result.output and tables(out) == clean
+    assert all(not d.exists() and results.shard_path(out, run).is_file() for d, run in zip(old, runs))
 
 
 def test_the_plan_looks_only_at_shards_that_are_there_and_names_each_problem(tiny_spec, tmp_path):
@@ -61,11 +77,11 @@ def test_the_plan_looks_only_at_shards_that_are_there_and_names_each_problem(tin
     assert invoke("run", tiny_spec, "--set", "seeds=1", "--out", out).exit_code == 0
     done = [r for r in runs if results.is_done(out, r)]
     assert 0 < len(done) < len(runs)
-    (results.shard_dir(out, done[0]) / "episodes.csv").write_text("damaged\n")
-    results.shard_dir(out, runs[-1]).mkdir()                                  # an empty folder: no manifest
+    edit_shard(results.shard_path(out, done[0]), lambda shard: shard["tables"].update({"episodes.csv": "damaged\n"}))
+    (out / "tiny" / "shards" / runs[-1].run_id).mkdir()                        # an empty folder: no manifest
     problems = results.shard_problems(out, runs)
     assert problems == {r.run_id: results.shard_problem(out, r) for r in runs}
-    assert problems[done[0].run_id] == "episodes.csv: checksum differs from manifest.json (damaged or edited)"
+    assert problems[done[0].run_id] == "episodes.csv: checksum differs from the shard's manifest (damaged or edited)"
     assert problems[done[1].run_id] is None and problems[runs[-1].run_id].startswith("no manifest.json")
     assert sum(p == "missing" for p in problems.values()) == len(runs) - len(done) - 1
 
@@ -76,21 +92,22 @@ def test_truncated_emptied_and_corrupted_shards_are_named_rerun_and_tables_match
     clean = tables(out)
     dirs = shards(out)
     damaged = dirs[:4]
-    text = (damaged[0] / "episodes.csv").read_text()
-    (damaged[0] / "episodes.csv").write_text(text[: len(text) // 2])           # truncated mid-line
-    with open(damaged[1] / "episodes.csv", "a") as f:                        # garbage appended
-        f.write("1,2,garbage\n")
-    for p in damaged[2].iterdir():                                            # emptied folder
-        p.unlink()
-    (damaged[3] / "summary.csv").write_text("learning_time,junk\n1,2\n")      # edited summary
+    text = damaged[0].read_text()
+    damaged[0].write_text(text[: len(text) // 2])                             # truncated mid-line
+
+    def garbage(shard):                                                       # garbage appended to a table
+        shard["tables"]["episodes.csv"] += "1,2,garbage\n"
+    edit_shard(damaged[1], garbage)
+    damaged[2].write_text("")                                                 # emptied
+    edit_shard(damaged[3], lambda shard: shard["tables"].update({"summary.csv": "learning_time,junk\n1,2\n"}))
     kept = {p: p.stat().st_mtime_ns for p in dirs[4:]}
 
     result = invoke("collect", tiny_spec, "--out", out)
     assert "4 damaged of 8 runs" in result.output
     failures = pd.read_csv(out / "tiny" / "failures.csv")
     assert (failures["status"] == "damaged").sum() == 4
-    assert failures["detail"].str.contains("checksum differs").sum() == 3
-    assert failures["detail"].str.contains("no manifest.json").sum() == 1
+    assert failures["detail"].str.contains("checksum differs").sum() == 2
+    assert failures["detail"].str.contains("unreadable \\(JSONDecodeError\\)").sum() == 2
     runs = pd.read_csv(out / "tiny" / "runs.csv")
     assert len(runs) == 4 and "junk" not in runs.columns                       # never read
 
@@ -110,10 +127,8 @@ def test_a_shard_made_under_another_default_is_rerun(tiny_spec, tmp_path):
     assert invoke("run", tiny_spec, "--out", out).exit_code == 0
     clean = tables(out)
     run = load_spec(str(tiny_spec)).runs[0]
-    path = results.shard_dir(out, run) / results.MANIFEST
-    manifest = json.loads(path.read_text())
-    manifest["settings"]["agent"]["v"] = "H**2/100"         # as if made under an older default
-    path.write_text(json.dumps(manifest))
+    edit_shard(results.shard_path(out, run),                 # as if made under an older default
+               lambda shard: shard["settings"]["agent"].update({"v": "H**2/100"}))
     problem = results.shard_problem(out, run)
     assert problem.startswith("made under other settings") and "agent.v: 'H**2/100' -> 'H**2/25'" in problem
     result = invoke("run", tiny_spec, "--out", out)
@@ -124,8 +139,8 @@ def test_a_shard_made_under_another_default_is_rerun(tiny_spec, tmp_path):
 def test_a_table_no_verified_shard_feeds_is_removed(tiny_spec, tmp_path):
     out = tmp_path / "s"
     assert invoke("run", tiny_spec, "--out", out).exit_code == 0
-    for d in shards(out):
-        os.remove(d / results.MANIFEST)
+    for path in shards(out):
+        path.unlink()
     invoke("collect", tiny_spec, "--out", out)
     assert not (out / "tiny" / "episodes.csv").exists() and not (out / "tiny" / "runs.csv").exists()
     assert len(pd.read_csv(out / "tiny" / "failures.csv")) == 8
@@ -194,17 +209,14 @@ def test_tables_and_figures_replace_a_link_instead_of_writing_through_it(tiny_sp
 
 
 def test_shard_folders_and_files_follow_the_umask(tiny_spec, tmp_path):
-    """Under umask 002 (a group-shared --out) shards are group-readable and their folders
+    """Under umask 002 (a group-shared --out) shards are group-readable and their folder
     group-searchable, so another member of the group reads them as done instead of rerunning."""
     out = tmp_path / "u"
     subprocess.run([sys.executable, "-c", "import sys; from rvfx.cli import main; sys.exit(main())",
                     "run", str(tiny_spec), "--out", str(out)], check=True, capture_output=True,
                    preexec_fn=lambda: os.umask(0o002))
-    dirs = shards(out)
-    assert len(dirs) == 8
-    for d in dirs:
-        assert oct(d.stat().st_mode & 0o777) == oct(0o775), d
-        assert {oct(p.stat().st_mode & 0o777) for p in d.iterdir()} == {oct(0o664)}
+    assert len(shards(out)) == 8
+    assert {oct(p.stat().st_mode & 0o777) for p in shards(out)} == {oct(0o664)}
     assert oct((out / "tiny" / "runs.csv").stat().st_mode & 0o777) == oct(0o664)
     assert oct((out / "tiny" / "shards").stat().st_mode & 0o777) == oct(0o775)
 
@@ -216,7 +228,7 @@ def test_a_long_table_with_a_column_blank_for_some_runs_is_read_as_one_type_with
     rows = 200_000                                  # past pandas' low-memory chunk
     table = pd.DataFrame({"run_id": [f"{i:016d}" for i in range(2 * rows)],
                           "env.strict_bounds": [None] * rows + [True] * rows})
-    results._write_table(table, tmp_path / "episodes.csv")
+    (tmp_path / "episodes.csv").write_text(table.to_csv(index=False, lineterminator="\n"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         back = results.read_table(tmp_path / "episodes.csv")

@@ -1,59 +1,47 @@
-"""Before any run starts: NumPy's BLAS computes a product in a fresh process under this environment.
+"""Before any run starts: NumPy's BLAS computes a product in a child process.
 
 OpenBLAS runs the kernels OPENBLAS_CORETYPE names (rvfx pins Haswell). A core type this CPU
 cannot execute (SkylakeX on a CPU without AVX-512) kills the process with SIGILL at its first
 matrix product: every worker would die, and with --jobs 1 the command itself, leaving no record
-of why. One tiny product in a subprocess finds it first, at the cost of one interpreter start
-(~0.1 s), which `Probe` overlaps with the sweep's planning.
+of why. One tiny product in a child process finds it first. The child is started the way the
+runs' workers are (multiprocessing's default: forked on Linux, a few milliseconds, with the BLAS
+this process loaded; a fresh interpreter under `spawn`, which imports rvfx and so pins as a worker does).
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
-import subprocess
-import sys
-import threading
 
-PROBE = "import numpy as np; a = np.ones((64, 64)); assert (a @ a)[0, 0] == 64"
 TIMEOUT = 120                   # seconds; a probe slower than this (a swamped machine) is no verdict
+
+
+def product() -> None:
+    """The probe: one small matrix product (exit code 1 if it is wrong, killed by a signal if it cannot run)."""
+    import numpy as np
+    a = np.ones((64, 64))
+    if (a @ a)[0, 0] != 64:
+        raise SystemExit(1)
 
 
 def blas_problem() -> str | None:
     """Why NumPy's BLAS cannot run here (the probe died of a signal), or None."""
+    child = multiprocessing.get_context().Process(target=product, name="rvfx BLAS probe", daemon=True)
     try:
-        done = subprocess.run([sys.executable, "-c", PROBE], env=dict(os.environ), capture_output=True,
-                              timeout=TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        child.start()
+    except OSError:
         return None
-    if done.returncode >= 0:
+    child.join(TIMEOUT)
+    if child.exitcode is None:
+        child.kill()
+        return None
+    if child.exitcode >= 0:
         return None
     coretype = os.environ.get("OPENBLAS_CORETYPE")
     setting = f"OPENBLAS_CORETYPE={coretype}" if coretype else "OPENBLAS_CORETYPE unset"
-    return (f"NumPy's BLAS dies of {signal_name(done.returncode)} in a fresh process under {setting}, "
+    return (f"NumPy's BLAS dies of {signal_name(child.exitcode)} in a child process under {setting}, "
             f"so every run would: set OPENBLAS_CORETYPE to a core type this CPU runs (unset, rvfx pins "
             f"Haswell), then rerun")
-
-
-class Probe:
-    """blas_problem() run in a thread from the moment the Probe is made, so that the interpreter it
-    starts overlaps other work; `problem()` waits for its verdict (an error of the thread is raised there)."""
-
-    def __init__(self):
-        self.verdict, self.error = None, None
-        self.thread = threading.Thread(target=self._probe, name="rvfx BLAS probe", daemon=True)
-        self.thread.start()
-
-    def _probe(self) -> None:
-        try:
-            self.verdict = blas_problem()
-        except BaseException as err:         # raised again where the verdict is asked for
-            self.error = err
-
-    def problem(self) -> str | None:
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-        return self.verdict
 
 
 def signal_name(returncode: int) -> str:

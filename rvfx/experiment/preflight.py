@@ -104,16 +104,11 @@ def kernels() -> None:
         raise Refused(problem)
 
 
-def blas_probe(dask: str | None):
-    """The probe of NumPy's BLAS (rvfx.experiment.blas_check.Probe), started now, where the runs execute
-    here (not on a remote Dask cluster); else None."""
-    from rvfx.experiment.blas_check import Probe
-    return None if dask and not dask.startswith("local:") else Probe()
-
-
-def blas_runs(probe) -> None:
-    """NumPy's BLAS works in this environment: the verdict of `blas_probe`'s probe (None: not needed)."""
-    problem = probe.problem() if probe is not None else None
+def blas_runs(dask: str | None) -> None:
+    """NumPy's BLAS works where the runs execute: probed here (rvfx.experiment.blas_check), except
+    for a remote Dask cluster's workers."""
+    from rvfx.experiment.blas_check import blas_problem
+    problem = None if dask and not dask.startswith("local:") else blas_problem()
     if problem:
         raise Refused(problem)
 

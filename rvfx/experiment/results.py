@@ -1,18 +1,19 @@
 """Tidy CSV results: one shard per run, written atomically, and their collection.
 
 Layout under OUT/<experiment>/:
-    shards/<run_id>/episodes.csv   logged episodes of one run
-    shards/<run_id>/summary.csv    one row: learning_time (empty if censored), censored, ...
-    shards/<run_id>/timing.csv     wall-clock seconds (the only non-deterministic output)
-    shards/<run_id>/<extra>.csv    optional per-run tables, e.g. trajectory.csv (cartpole)
-    shards/<run_id>/manifest.json  what the shard holds: each file's rows and sha256, the run's
-                                   full settings, the code that made it (written last)
-    failed/<run_id>.txt            traceback of a run that raised (retried on the next run)
+    shards/<run_id>.json   one run's shard, one JSON object: its tables as CSV text ("tables":
+                           episodes.csv, the logged episodes; summary.csv, one row: learning_time
+                           (empty if censored), censored, ...; timing.csv, wall-clock seconds, the
+                           only non-deterministic output; any extra, e.g. trajectory.csv), each
+                           table's rows and sha256 ("files"), the run's full settings and the code
+                           that made it
+    failed/<run_id>.txt    traceback of a run that raised (retried on the next run)
     episodes.csv  runs.csv  timing.csv  [trajectory.csv]  failures.csv  spec.yaml   (by collect)
-A shard directory is built under a temporary name and renamed into place, and it
-counts only once its manifest verifies: every listed file present with its checksum,
-made under the run's settings. Anything else (truncated, edited, emptied, made under
-another default) is named, treated as not done and rerun; it is never read.
+A shard is written under a temporary name and renamed into place, and it counts only once it
+verifies: every listed table present with its checksum, made under the run's settings. Anything
+else (truncated, edited, emptied, made under another default) is named, treated as not done and
+rerun; it is never read. A shard of the older layout (shards/<run_id>/, a manifest.json and a CSV
+file per table) is read and verified the same way.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -36,8 +38,8 @@ from rvfx.experiment.provenance import blas_kernels, code_version, environment
 from rvfx.experiment.rows_csv import rows_csv
 from rvfx.experiment.spec import as_current
 
-MANIFEST = "manifest.json"
-SHARD_FORMAT = 1
+SHARD_FORMAT = 2             # a JSON file a run; 1: a folder a run, its manifest and a CSV file a table
+MANIFEST = "manifest.json"   # a format-1 shard's
 TABLES = "tables.json"      # beside the collected tables: each one's sha256, as collect wrote it
 _SORTED_JSON = json.JSONEncoder(sort_keys=True)    # json.dumps(v, sort_keys=True) without making one per call
 
@@ -73,8 +75,8 @@ def experiment_dir(out: str | Path, experiment: str) -> Path:
     return Path(out) / experiment
 
 
-def shard_dir(out, run) -> Path:
-    return experiment_dir(out, run.experiment) / "shards" / run.run_id
+def shard_path(out, run) -> Path:
+    return experiment_dir(out, run.experiment) / "shards" / f"{run.run_id}.json"
 
 
 def shard_problem(out, run) -> str | None:
@@ -87,8 +89,8 @@ def shard_problems(out, runs) -> dict[str, str | None]:
     """{run id: shard_problem} of `runs`, each experiment's shards folder listed once: a run with
     nothing there is "missing" without a look of its own (a fresh sweep of thousands of runs)."""
     listed = {e: names_in(os.path.join(out, e, "shards")) for e in {r.experiment for r in runs}}
-    return {r.run_id: "missing" if listed[r.experiment] is not None and r.run_id not in listed[r.experiment]
-            else shard_problem(out, r) for r in runs}
+    return {r.run_id: "missing" if listed[r.experiment] is not None and f"{r.run_id}.json" not in listed[r.experiment]
+            and r.run_id not in listed[r.experiment] else shard_problem(out, r) for r in runs}
 
 
 def names_in(folder: str | Path) -> set[str] | None:
@@ -102,34 +104,55 @@ def names_in(folder: str | Path) -> set[str] | None:
 
 
 def verified_shard(out, run, check: bool = True) -> tuple[str | None, dict, dict[str, bytes]]:
-    """(problem, manifest, files): shard_problem's answer, and when it is None the manifest and the
-    bytes of each file it lists, read once: checked, then parsed from these very bytes. Without
-    `check` (a shard this command has verified already) the files are read but not checked again.
-    (Plain os.path strings: collect asks this of thousands of shards.)"""
-    d = os.path.join(out, run.experiment, "shards", run.run_id)
+    """(problem, manifest, files): shard_problem's answer, and when it is None the shard's manifest
+    (all but its tables) and the bytes of each table it lists, read once: checked, then parsed from
+    these very bytes. Without `check` (a shard this command has verified already) the tables are not
+    checked again. (Plain os.path strings: collect asks this of thousands of shards.)"""
+    shards = os.path.join(out, run.experiment, "shards")
     try:
-        manifest = json.loads(read_bytes(os.path.join(d, MANIFEST)).decode("utf-8"))
-        files = manifest["files"]
+        manifest, files = _read_shard(shards, run.run_id)
+        listed = manifest["files"]
         problem = _manifest_problem(manifest, run) if check else None
-        if problem is not None:
-            return problem, {}, {}
-    except (FileNotFoundError, NotADirectoryError):
-        if not os.path.isdir(d):
+    except FileNotFoundError:
+        if not os.path.isdir(os.path.join(shards, run.run_id)):
             return "missing", {}, {}
         return f"no {MANIFEST} (unfinished, or made by an older rvfx)", {}, {}
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
-        return f"{MANIFEST} unreadable ({type(err).__name__})", {}, {}
-    data = {}
-    for name, meta in files.items():
-        if not isinstance(name, str) or "/" in name or name.startswith(".") or not isinstance(meta, dict):
-            return f"{MANIFEST} lists {name!r}, not a file of the shard", {}, {}
-        try:
-            data[name] = read_bytes(os.path.join(d, name))
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    except (OSError, UnicodeError, ValueError, KeyError, TypeError, AttributeError) as err:
+        return f"the shard is unreadable ({type(err).__name__})", {}, {}
+    except _NotInShard as err:
+        return str(err), {}, {}
+    if problem is not None:
+        return problem, {}, {}
+    for name, meta in listed.items():
+        if name not in files:
             return f"{name} missing", {}, {}
-        if check and hashlib.sha256(data[name]).hexdigest() != meta.get("sha256"):
-            return f"{name}: checksum differs from {MANIFEST} (damaged or edited)", {}, {}
-    return None, manifest, data
+        if check and (not isinstance(meta, dict) or hashlib.sha256(files[name]).hexdigest() != meta.get("sha256")):
+            return f"{name}: checksum differs from the shard's manifest (damaged or edited)", {}, {}
+    return None, manifest, {name: files[name] for name in listed}
+
+
+class _NotInShard(Exception):
+    """A format-1 manifest listing a name that is not a file of its shard's folder (e.g. ../x.csv)."""
+
+
+def _read_shard(shards: str, run_id: str) -> tuple[dict, dict[str, bytes]]:
+    """The manifest and the tables' bytes of a run's shard: its JSON file, else its format-1 folder
+    (manifest.json and the CSV files it lists, read only from inside the folder). FileNotFoundError
+    where neither is."""
+    try:
+        manifest = json.loads(read_bytes(os.path.join(shards, f"{run_id}.json")).decode("utf-8"))
+        return manifest, {name: text.encode("utf-8") for name, text in manifest.pop("tables").items()}
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    folder = os.path.join(shards, run_id)
+    manifest = json.loads(read_bytes(os.path.join(folder, MANIFEST)).decode("utf-8"))
+    files = {}
+    for name in manifest["files"]:
+        if not isinstance(name, str) or "/" in name or name.startswith("."):
+            raise _NotInShard(f"{MANIFEST} lists {name!r}, not a file of the shard")
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            files[name] = read_bytes(os.path.join(folder, name))
+    return manifest, files
 
 
 def read_bytes(path: str) -> bytes:
@@ -147,10 +170,10 @@ def read_bytes(path: str) -> bytes:
 
 def _manifest_problem(manifest: dict, run) -> str | None:
     """Why a shard's manifest is not the run's (another format, run or settings), or None."""
-    if manifest["format"] != SHARD_FORMAT:
-        return f"shard format {manifest['format']!r}, this rvfx writes {SHARD_FORMAT}"
+    if manifest["format"] not in (1, SHARD_FORMAT):
+        return f"shard format {manifest['format']!r}, this rvfx reads 1 and {SHARD_FORMAT}"
     if manifest["run_id"] != run.run_id:
-        return f"{MANIFEST} names run {manifest['run_id']!r}"
+        return f"the shard names run {manifest['run_id']!r}"
     if manifest["settings"] != run.settings and manifest["settings"] != json.loads(json.dumps(run.settings)):
         return "made under other settings (a default changed): " + _settings_diff(manifest["settings"], run.settings)
     return None
@@ -179,31 +202,14 @@ def naming(path: str | Path):
         raise OSError(err.errno, err.strerror or str(err), str(path)) from err
 
 
-def _write_table(table: list[dict] | pd.DataFrame, path: str | Path, first: dict | None = None) -> dict:
-    """Write a shard's table (its rows, each after the columns of `first`, or a frame) as CSV at
-    `path`, the bytes pandas writes (rows_csv, or pandas itself); its manifest entry: rows below the
-    header (no quoted newlines in rvfx tables) and sha256."""
+def _table_text(table: list[dict] | pd.DataFrame, first: dict | None = None) -> str:
+    """A shard's table (its rows, each after the columns of `first`, or a frame) as the CSV text
+    pandas writes for it (rows_csv, or pandas itself)."""
     text = rows_csv(table, first) if isinstance(table, list) else None
     if text is None:
         frame = pd.DataFrame([{**(first or {}), **row} for row in table]) if isinstance(table, list) else table
         text = frame.to_csv(index=False, lineterminator="\n")
-    data = text.encode("utf-8")
-    write_new(path, data)
-    return {"rows": data.count(b"\n") - 1, "sha256": hashlib.sha256(data).hexdigest()}
-
-
-def write_new(path: str | Path, data: bytes) -> None:
-    """`data` as the file `path` (created, or emptied), an OSError naming it (naming); through the
-    os module: a Python file object costs three more system calls, as much as a short run's shard
-    spends on its own."""
-    with naming(path):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
+    return text
 
 
 def _umask() -> int:
@@ -213,7 +219,6 @@ def _umask() -> int:
 
 
 FILE_MODE = 0o666 & ~_umask()   # what open() would give; mkstemp alone makes 0600
-DIR_MODE = 0o777 & ~_umask()    # what mkdir would give; mkdtemp alone makes 0700
 
 
 def write_atomic_text(path: Path, text: str) -> None:
@@ -239,49 +244,41 @@ def write_atomic(path: Path, write: Callable[[BinaryIO], object], mode: int | No
 
 def write_shard(out, run, episodes: list[dict], summary: dict, seconds: float,
                 extra: dict[str, pd.DataFrame] | None = None) -> None:
-    """Write the run's tables (and any `extra` ones) into a temp dir, then rename it into place.
-    (Plain os.path strings: a sweep of short runs writes a shard every millisecond or two.)"""
+    """Write the run's shard: its tables (and any `extra` ones) with their rows and sha256, its
+    settings and what made it, as one JSON object in a new file renamed into place. (Plain os
+    calls: a sweep of short runs writes a shard every millisecond or two.)"""
     shards = folders.inside(out, run.experiment, "shards", create=False)     # made only where missing:
     shards = str(shards if os.path.isdir(shards) else folders.inside(out, run.experiment, "shards"))
-    tmp = tempfile.mkdtemp(dir=shards, prefix=f".{run.run_id}.", suffix=".tmp")
+    ident = identity_columns(run)
+    tables = {"episodes.csv": (episodes, ident), "summary.csv": ([summary], ident),
+              "timing.csv": ([{"run_id": run.run_id, "seconds": round(seconds, 3)}], None)}
+    for name, table in (extra or {}).items():
+        tables[f"{name}.csv"] = table.assign(**ident)[list(ident) + list(table.columns)], None
+    texts = {name: _table_text(*tables[name]) for name in sorted(tables)}
+    files = {name: {"rows": text.count("\n") - 1, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+             for name, text in texts.items()}       # rows below the header: no quoted newlines in rvfx tables
+    shard = {"format": SHARD_FORMAT, "run_id": run.run_id, "settings": run.settings, "code": code_version(),
+             "blas": blas_kernels(), "kernels": chosen(), "files": files, "tables": texts}
+    path = os.path.join(shards, f"{run.run_id}.json")
+    tmp = os.path.join(shards, f".{run.run_id}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        os.chmod(tmp, DIR_MODE)         # a group-shared --out (umask 002) stays readable to the group
-        ident = identity_columns(run)
-        tables = {"episodes.csv": (episodes, ident), "summary.csv": ([summary], ident),
-                  "timing.csv": ([{"run_id": run.run_id, "seconds": round(seconds, 3)}], None)}
-        for name, table in (extra or {}).items():
-            tables[f"{name}.csv"] = table.assign(**ident)[list(ident) + list(table.columns)], None
-        files = {}
-        for name in sorted(tables):
-            table, first = tables[name]
-            files[name] = _write_table(table, os.path.join(tmp, name), first)
-        manifest = {"format": SHARD_FORMAT, "run_id": run.run_id, "settings": run.settings,
-                    "code": code_version(), "blas": blas_kernels(), "kernels": chosen(), "files": files}
-        write_new(os.path.join(tmp, MANIFEST), manifest_text(manifest).encode("utf-8"))
-        _replace_dir(tmp, os.path.join(shards, run.run_id))
+        with naming(path):
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)    # never through a link
+            try:
+                view = memoryview((_SORTED_JSON.encode(shard) + "\n").encode("utf-8"))
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise
+    if os.path.isdir(os.path.join(shards, run.run_id)):                     # a format-1 shard it replaces
+        shutil.rmtree(os.path.join(shards, run.run_id), ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(os.path.join(out, run.experiment, "failed", f"{run.run_id}.txt"))
-
-
-def manifest_text(manifest: dict) -> str:
-    """A manifest as JSON, one key a line, keys sorted: json.dumps with an indent encodes in pure
-    Python, ~4x slower (as long as the rest of a short run's shard)."""
-    lines = (f" {_SORTED_JSON.encode(k)}: {_SORTED_JSON.encode(v)}" for k, v in sorted(manifest.items()))
-    return "{\n" + ",\n".join(lines) + "\n}\n"
-
-
-def _replace_dir(tmp: str, final: str) -> None:
-    """Rename `tmp` to `final`; an unverified shard already there (being rerun) is moved aside first."""
-    if os.path.exists(final):
-        old = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{os.getpid()}.old")
-        os.replace(final, old)
-        os.replace(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, final)
 
 
 def write_failure(out, run, traceback_text: str) -> Path:
@@ -296,7 +293,7 @@ def failure_row(out, run, problem: str) -> dict:
     or damaged (why)."""
     fail = experiment_dir(out, run.experiment) / "failed" / f"{run.run_id}.txt"
     status = "failed" if fail.exists() else "missing" if problem == "missing" else "damaged"
-    detail = str(fail) if fail.exists() else "" if status == "missing" else f"{shard_dir(out, run)}: {problem}"
+    detail = str(fail) if fail.exists() else "" if status == "missing" else f"{shard_path(out, run)}: {problem}"
     return {**identity_columns(run), "status": status, "detail": detail}
 
 

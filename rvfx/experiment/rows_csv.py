@@ -37,6 +37,8 @@ def _float_column(values, kinds: set) -> list[str] | None:
 def _column(values) -> list[str] | None:
     """The cells of one column as pandas writes them, or None where pandas' rules are not these."""
     kinds = set(map(type, values))
+    if kinds == {float}:            # the usual metric column, as _float_column spells it
+        return [repr(v) if v == v else "" for v in values]
     gaps = object in kinds or type(None) in kinds      # a row without the key (_ABSENT), or None
     kinds.discard(object)
     if not kinds <= _PLAIN:

@@ -322,11 +322,11 @@ def _after_break(pool, futures: dict, out: str, tries: dict, arrived) -> dict:
 
 
 def _clean_strays(out: str, experiment: str) -> None:
-    """Remove what a writer killed midway left in the shards and failed folders (.NAME.*.tmp, and
-    .NAME.PID.old of a shard being replaced); called under the sweep's lock, so no live writer's.
+    """Remove what a writer killed midway left in the shards and failed folders (.NAME.*.tmp, a
+    file, or a folder an older rvfx made); called under the sweep's lock, so no live writer's.
     Never through a link: a link in place of either folder is refused (folders.ForeignFolder)."""
     d = folders.experiment_folder(out, experiment)
-    for stray in [*d.glob("shards/.*.tmp"), *d.glob("shards/.*.old"), *d.glob("failed/.*.tmp")]:
+    for stray in [*d.glob("shards/.*.tmp"), *d.glob("failed/.*.tmp")]:
         if stray.is_dir() and not stray.is_symlink():
             shutil.rmtree(stray, ignore_errors=True)
         else:
