@@ -75,34 +75,7 @@ class _Full:
         raise OSError(*NO_SPACE)
 
 
-def test_a_full_disk_while_a_shard_is_written_names_the_file(tmp_path, monkeypatch):
-    """A shard's write failing as a full disk's does ([Errno 28], no file named) ends in a line
-    naming the shard."""
-    full_fds, real_os_open, real_write = set(), os.open, os.write
-
-    def full_os_open(path, flags, *args, **kwargs):
-        fd = real_os_open(path, flags, *args, **kwargs)
-        if flags & os.O_WRONLY and "/shards/." in str(path):
-            full_fds.add(fd)
-        return fd
-
-    def full_write(fd, data):
-        if fd in full_fds:
-            full_fds.discard(fd)
-            raise OSError(*NO_SPACE)
-        return real_write(fd, data)
-    monkeypatch.setattr(os, "open", full_os_open)
-    monkeypatch.setattr(os, "write", full_write)
-    result = invoke("run", *SPEC, "--out", tmp_path / "out")
-    assert result.exit_code == 1
-    last = result.output.splitlines()[-1]
-    assert last.startswith(f"error: {tmp_path / 'out' / 'deepsea_tabular' / 'shards'}/") and \
-        last.endswith(".json: No space left on device"), last
-    assert not [p for p in (tmp_path / "out" / "deepsea_tabular" / "shards").iterdir() if p.name.startswith(".")]
-
-
 def test_a_full_disk_while_the_report_is_written_names_the_file(tmp_path, monkeypatch):
-    import os
     assert invoke("run", *SPEC, "--out", tmp_path / "results").exit_code == 0
     real = os.fdopen
     monkeypatch.setattr(os, "fdopen", lambda fd, *args, **kwargs: _Full(real(fd, *args, **kwargs)))

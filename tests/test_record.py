@@ -66,7 +66,7 @@ def test_a_cut_sweep_resumes_from_its_record_on_a_new_machine_and_ends_as_one_sw
     assert again.exit_code == 0 and "24 recorded" in again.output and "0 to run" in again.output
     # an export from a folder that lacks the recorded runs would drop them: refused, nothing written
     before = (record / EXP / "runs.csv").read_bytes()
-    shutil.rmtree(sorted((tmp_path / "second" / EXP / "shards").iterdir())[0])
+    sorted((tmp_path / "second" / EXP / "shards").iterdir())[0].unlink()
     assert invoke("collect", SPEC, *SETS, "--out", tmp_path / "second").exit_code == 0
     refused = invoke("export", "--results", tmp_path / "second", "--out", record)
     assert refused.exit_code == 2 and "records 8 run(s) of this spec that" in refused.output
@@ -147,7 +147,7 @@ def test_a_number_like_run_id_is_recorded_as_itself_and_a_record_misnaming_it_is
     the record of one sweep."""
     res = invoke("run", SPEC, *NUMBER_LIKE, "--out", tmp_path / "r", "--record", tmp_path / "paper")
     assert res.exit_code == 0, res.output
-    assert NUMBER_LIKE_ID in {p.name for p in (tmp_path / "r" / EXP / "shards").iterdir()}
+    assert NUMBER_LIKE_ID in {p.stem for p in (tmp_path / "r" / EXP / "shards").iterdir()}
     record = tmp_path / "paper" / EXP
     good = {p.name: p.read_bytes() for p in record.iterdir() if p.suffix in (".csv", ".json", ".yaml")}
     assert f",{NUMBER_LIKE_ID}," in good["runs.csv"].decode() and ",inf," not in good["runs.csv"].decode()
@@ -164,7 +164,7 @@ def test_a_number_like_run_id_is_recorded_as_itself_and_a_record_misnaming_it_is
     assert mended.exit_code == 0, mended.output
     assert "holds rows of 1 run id(s) not in this spec (inf)" in mended.output
     assert "3 recorded" in mended.output and "1 to run" in mended.output
-    assert [p.name for p in (tmp_path / "new" / EXP / "shards").iterdir()] == [NUMBER_LIKE_ID]
+    assert [p.stem for p in (tmp_path / "new" / EXP / "shards").iterdir()] == [NUMBER_LIKE_ID]
     assert {n: (record / n).read_bytes() for n in good if n != "provenance.json"} == \
         {n: b for n, b in good.items() if n != "provenance.json"}
 
@@ -252,7 +252,7 @@ def test_a_full_disk_as_the_record_updates_names_the_file_and_leaves_the_record_
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return f
     monkeypatch.setattr(export, "open", full_disk, raising=False)
-    shutil.rmtree(tmp_path / "r" / "tiny" / "shards" / sorted(os.listdir(tmp_path / "r" / "tiny" / "shards"))[0])
+    (tmp_path / "r" / "tiny" / "shards" / sorted(os.listdir(tmp_path / "r" / "tiny" / "shards"))[0]).unlink()
     res = invoke("run", tiny_spec, *TWO_RUNS, "--out", tmp_path / "r", "--record", record)
     assert res.exit_code == 1
     assert res.output.splitlines()[-1] == (f"error: {record / 'tiny' / 'spec.yaml'}: No space left on device "

@@ -9,6 +9,7 @@ this process loaded; a fresh interpreter under `spawn`, which imports rvfx and s
 """
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing
 import os
 import signal
@@ -24,9 +25,15 @@ def product() -> None:
         raise SystemExit(1)
 
 
+def probe_child() -> None:
+    """The child's work: `product`, its death the verdict, not a crash for faulthandler to report."""
+    faulthandler.disable()
+    product()
+
+
 def blas_problem() -> str | None:
     """Why NumPy's BLAS cannot run here (the probe died of a signal), or None."""
-    child = multiprocessing.get_context().Process(target=product, name="rvfx BLAS probe", daemon=True)
+    child = multiprocessing.get_context().Process(target=probe_child, name="rvfx BLAS probe", daemon=True)
     try:
         child.start()
     except OSError:
