@@ -145,7 +145,7 @@ class LocalPool(ExecutorPool):
     def _executor(self) -> ProcessPoolExecutor:
         """A fresh pool with a fresh queue and `held` array: a killed worker may have died holding
         the old ones' locks."""
-        context = multiprocessing.get_context()
+        context = self.workers = _Recording(multiprocessing.get_context())
         self.messages, self.stop_event = context.Queue(), context.Event()
         self.held = context.Array("q", [0, -1] * self.jobs, lock=False)
         return ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_start_worker,
@@ -160,8 +160,8 @@ class LocalPool(ExecutorPool):
         how each worker ended: those of a worker that died on its own, for the pool itself stops
         the others (SIGTERM) as it breaks, and their runs are not at fault; all held runs when no
         worker is seen to have died otherwise."""
-        processes = dict(getattr(self.executor, "_processes", None) or {})    # gone after shutdown
         self.close()                                                           # waits for every worker's end
+        processes = {p.pid: p for p in self.workers.started}
         held = {int(self.held[i]): int(self.held[i + 1]) for i in range(0, len(self.held), 2) if self.held[i + 1] >= 0}
         ended = {pid: processes[pid].exitcode if pid in processes else None for pid in held}
         why = {self.runs[n].run_id: (_ending(ended[pid]), ended[pid] != -signal.SIGTERM) for pid, n in held.items()}
@@ -188,6 +188,22 @@ class LocalPool(ExecutorPool):
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
         self.messages.close()
+
+
+class _Recording:
+    """A multiprocessing context that keeps each process it starts (a pool's workers, whose exit
+    codes say how a worker that broke the pool ended); the rest is the context's own."""
+
+    def __init__(self, context):
+        self.context, self.started = context, []
+
+    def Process(self, *args, **kwargs):  # noqa: N802  (the context's name)
+        process = self.context.Process(*args, **kwargs)
+        self.started.append(process)
+        return process
+
+    def __getattr__(self, name):
+        return getattr(self.context, name)
 
 
 def _ending(exitcode) -> str:
