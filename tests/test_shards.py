@@ -68,6 +68,31 @@ def test_a_shard_of_the_older_layout_is_read_verified_and_replaced_when_damaged(
     assert all(not d.exists() and results.shard_path(out, run).is_file() for d, run in zip(old, runs))
 
 
+def test_a_link_in_place_of_a_shard_is_never_read_and_its_target_never_touched(tiny_spec, tmp_path):
+    """A link planted at a shard's file, or at an older shard's folder, pointing at a sound shard
+    elsewhere: named, not read, the run rerun and a real file written in the link's place; what the
+    links point at is unchanged."""
+    out, outside = tmp_path / "k", tmp_path / "outside"
+    assert invoke("run", tiny_spec, "--out", out).exit_code == 0
+    clean = tables(out)
+    runs = load_spec(str(tiny_spec)).runs
+    outside.mkdir()
+    planted = outside / "planted.json"
+    planted.write_bytes(results.shard_path(out, runs[0]).read_bytes())
+    results.shard_path(out, runs[0]).unlink()
+    results.shard_path(out, runs[0]).symlink_to(planted)
+    folder = as_format_1(results.shard_path(out, runs[1]))
+    folder.rename(outside / "folder")
+    folder.symlink_to(outside / "folder")
+    before = {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+    assert results.shard_problem(out, runs[0]) == "a link in place of the shard, never read"
+    assert results.shard_problem(out, runs[1]) == f"{folder} is a link, not a shard: never read"
+    result = invoke("run", tiny_spec, "--out", out)
+    assert result.exit_code == 0 and "2 run(s) finished" in result.output and tables(out) == clean
+    assert not results.shard_path(out, runs[0]).is_symlink() and results.shard_problem(out, runs[1]) is None
+    assert {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()} == before
+
+
 def test_the_plan_looks_only_at_shards_that_are_there_and_names_each_problem(tiny_spec, tmp_path):
     """shard_problems lists the shards folder once and gives each run shard_problem's own answer: a
     run with nothing there is missing (every run, where there is no folder), a damaged one is named."""

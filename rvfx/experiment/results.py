@@ -18,6 +18,7 @@ file per table) is read and verified the same way.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -117,7 +118,10 @@ def verified_shard(out, run, check: bool = True) -> tuple[str | None, dict, dict
         if not os.path.isdir(os.path.join(shards, run.run_id)):
             return "missing", {}, {}
         return f"no {MANIFEST} (unfinished, or made by an older rvfx)", {}, {}
-    except (OSError, UnicodeError, ValueError, KeyError, TypeError, AttributeError) as err:
+    except OSError as err:
+        return "a link in place of the shard, never read" if err.errno == errno.ELOOP \
+            else f"the shard is unreadable ({type(err).__name__})", {}, {}
+    except (UnicodeError, ValueError, KeyError, TypeError, AttributeError) as err:
         return f"the shard is unreadable ({type(err).__name__})", {}, {}
     except _NotInShard as err:
         return str(err), {}, {}
@@ -132,7 +136,8 @@ def verified_shard(out, run, check: bool = True) -> tuple[str | None, dict, dict
 
 
 class _NotInShard(Exception):
-    """A format-1 manifest listing a name that is not a file of its shard's folder (e.g. ../x.csv)."""
+    """A format-1 shard that is a link, or whose manifest lists a name that is not a file of its
+    folder (e.g. ../x.csv)."""
 
 
 def _read_shard(shards: str, run_id: str) -> tuple[dict, dict[str, bytes]]:
@@ -145,6 +150,8 @@ def _read_shard(shards: str, run_id: str) -> tuple[dict, dict[str, bytes]]:
     except (FileNotFoundError, NotADirectoryError):
         pass
     folder = os.path.join(shards, run_id)
+    if os.path.islink(folder):
+        raise _NotInShard(f"{folder} is a link, not a shard: never read")
     manifest = json.loads(read_bytes(os.path.join(folder, MANIFEST)).decode("utf-8"))
     files = {}
     for name in manifest["files"]:
@@ -156,9 +163,9 @@ def _read_shard(shards: str, run_id: str) -> tuple[dict, dict[str, bytes]]:
 
 
 def read_bytes(path: str) -> bytes:
-    """The bytes of the file `path`, read through os (a Python file object costs three more system
-    calls; collect reads thousands of shards)."""
-    fd = os.open(path, os.O_RDONLY)
+    """The bytes of the file `path`, never through a link in its place (OSError), read through os (a
+    Python file object costs three more system calls; collect reads thousands of shards)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         chunks = []
         while chunk := os.read(fd, 1 << 20):
