@@ -51,7 +51,7 @@ def sweep(exp, out: str, **options) -> list:
     """rvfx.api.run(exp, out, **options), each refusal ending in one line and its exit code, Ctrl-C in a
     line saying how to resume (exit 130)."""
     from rvfx import api
-    from rvfx.experiment.executors import DaskAddressError
+    from rvfx.experiment.dask_pool import DaskAddressError
     from rvfx.experiment.preflight import Refused
     from rvfx.experiment.runner import Interrupted, SweepBusy
     try:

@@ -17,7 +17,7 @@ pytest.importorskip("distributed", reason="the Dask tests need the dask extra: p
 from cli_helpers import invoke  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 
-from rvfx.experiment import executors, results  # noqa: E402
+from rvfx.experiment import dask_pool, results  # noqa: E402
 from rvfx.experiment.runner import run_sweep  # noqa: E402
 from rvfx.experiment.spec import load_spec  # noqa: E402
 
@@ -112,7 +112,7 @@ def closed_port() -> int:
 
 @pytest.mark.parametrize("address", ["foo", "http://127.0.0.1:8787", "local:0", "closed", "silent"])
 def test_bad_dask_address_fails_within_the_timeout_with_one_line(tiny_spec, tmp_path, monkeypatch, address):
-    monkeypatch.setattr(executors, "CONNECT_TIMEOUT", 2.0)
+    monkeypatch.setattr(dask_pool, "CONNECT_TIMEOUT", 2.0)
     address = {"closed": lambda: f"tcp://127.0.0.1:{closed_port()}",
                "silent": lambda: f"tcp://127.0.0.1:{silent_server()}"}.get(address, lambda: address)()
     start = time.monotonic()

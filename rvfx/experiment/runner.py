@@ -31,7 +31,8 @@ from rvfx.core.protocols import run_tables
 from rvfx.envs import ENVS
 from rvfx.experiment import folders, results
 from rvfx.experiment.checkpoint import Checkpoint
-from rvfx.experiment.executors import ExecutorPool, LocalPool, Progress, Stopped, dask_pool
+from rvfx.experiment.dask_pool import dask_pool
+from rvfx.experiment.executors import ExecutorPool, LocalPool, Progress, Stopped
 from rvfx.experiment.plugins import load_plugins
 from rvfx.experiment.provenance import blas, blas_info
 
