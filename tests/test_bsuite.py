@@ -100,6 +100,16 @@ def test_unrandomized_actions_agree_without_copying_the_mapping():
     assert np.array_equal(ours.right_action, theirs._action_mapping)
 
 
+@pytest.mark.parametrize("kwargs", ["{}", '{"unscaled_move_cost": 0.05}', '{"deterministic": false}'])
+def test_the_adapters_optimum_is_the_one_bsuite_computes(kwargs):
+    """The adapter's optimal return, from bsuite's constructor arguments (1 - unscaled_move_cost where
+    deterministic), is bsuite's own; the windy deep sea has none (no regret)."""
+    env = eb.BsuiteEnvironment(BsuiteParams("deep_sea/0", kwargs), np.random.default_rng(0))
+    deterministic = env.kwargs.get("deterministic", True)
+    assert env.optimal_return == (env.raw._optimal_return if deterministic else None)
+    assert env.optimal_return in ((0.99, 0.95) if deterministic else (None,))
+
+
 def deep_sea_pair(bsuite_id: str):
     env = eb.BsuiteEnvironment(BsuiteParams(bsuite_id), np.random.default_rng(0))
     return env, rvfx_twin(env.size, env.raw._action_mapping)

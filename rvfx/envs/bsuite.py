@@ -63,8 +63,9 @@ class BsuiteEnvironment:
         if self.deep_sea:
             n = self.size = int(kwargs["size"])
             self.shape = (n, n, 2)
-            if kwargs.get("deterministic", True):
-                self.optimal_return = float(self.raw._optimal_return)
+            if kwargs.get("deterministic", True):       # bsuite's optimum: 1 - unscaled_move_cost
+                self.optimal_return = 1.0 - float(kwargs.get("unscaled_move_cost",
+                                                             accepted["unscaled_move_cost"].default))
         else:
             self.observation_size = int(np.prod(self.env.observation_spec().shape))
         self.expected_return = 0.0
